@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# bufferlock's one entry point for building and testing.
+#
+#   ./build.sh            install missing build dependencies, build build/bufferlock (Release)
+#   ./build.sh test       the same, then the whole test suite: unit + bats, then again
+#                         under AddressSanitizer + UndefinedBehaviorSanitizer
+#   ./build.sh deps       only install the Debian packages that are missing
+#
+# Environment: JOBS (parallel build jobs, default: nproc), BUFFERLOCK_SKIP_SANITIZE=1
+# to skip the sanitizer pass during development.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev)
+test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps)
+jobs=${JOBS:-$(nproc)}
+
+say() { printf '==> %s\n' "$*"; }
+
+install_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  say "installing ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+configure_and_build() { # DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs" >/dev/null
+}
+
+# Runs the unit tests and bats suites of one build; prints and records counts.
+passed=0 failed=0
+run_tests() { # DIR LABEL
+  local dir=$1 label=$2 status=0
+  rm -rf "$dir/bats-results"
+  say "tests ($label)"
+  (cd "$dir" && ctest -L unit -j "$jobs" --output-on-failure) >"$dir/unit.log" 2>&1 || status=1
+  tail -n 3 "$dir/unit.log" | grep -E 'tests passed' || cat "$dir/unit.log"
+  local unit_total unit_failed
+  unit_total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/unit.log")
+  unit_failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$dir/unit.log")
+  # bats suites one after another: some measure timing on a 2-core machine.
+  (cd "$dir" && ctest -L bats --output-on-failure) >"$dir/bats.log" 2>&1 || status=1
+  local ok not_ok
+  ok=$(cat "$dir"/bats-results/*.tap 2>/dev/null | grep -cE '^ok ' || true)
+  not_ok=$(cat "$dir"/bats-results/*.tap 2>/dev/null | grep -cE '^not ok ' || true)
+  grep -E '^not ok|^#' "$dir"/bats-results/*.tap 2>/dev/null | grep -A20 'not ok' | head -n 60 || true
+  if [ "$status" -ne 0 ] && [ "$not_ok" -eq 0 ] && [ $((${unit_failed:-1})) -eq 0 ]; then
+    tail -n 40 "$dir/bats.log" # a suite failed outside any single test
+    not_ok=1
+  fi
+  printf '%s: unit %s passed, %s failed; bats %s passed, %s failed\n' "$label" \
+    $((${unit_total:-0} - ${unit_failed:-0})) "${unit_failed:-0}" "$ok" "$not_ok"
+  passed=$((passed + ${unit_total:-0} - ${unit_failed:-0} + ok))
+  failed=$((failed + ${unit_failed:-0} + not_ok))
+  [ -n "$unit_total" ] || failed=$((failed + 1))
+}
+
+case "${1:-build}" in
+deps)
+  install_packages "${build_packages[@]}" "${test_packages[@]}"
+  ;;
+build)
+  install_packages "${build_packages[@]}"
+  configure_and_build build -DBUFFERLOCK_TESTS=OFF
+  say "built build/bufferlock"
+  ;;
+test)
+  install_packages "${build_packages[@]}" "${test_packages[@]}"
+  say "building (Release)"
+  configure_and_build build -DBUFFERLOCK_TESTS=ON
+  run_tests build release
+  if [ "${BUFFERLOCK_SKIP_SANITIZE:-0}" != 1 ]; then
+    say "building (AddressSanitizer + UndefinedBehaviorSanitizer)"
+    configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      run_tests build-sanitize sanitizers
+  fi
+  echo "total: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+*)
+  echo "usage: $0 [build|test|deps]" >&2
+  exit 64
+  ;;
+esac

@@ -1,0 +1,8 @@
+# BUFFERLOCK_SANITIZE: AddressSanitizer + UndefinedBehaviorSanitizer for every
+# target. The sanitizer runtimes want the shared libstdc++, so the static
+# runtime is turned off with them.
+if(BUFFERLOCK_SANITIZE)
+  set(BUFFERLOCK_STATIC_RUNTIME OFF CACHE BOOL "" FORCE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

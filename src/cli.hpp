@@ -1,0 +1,67 @@
+// argv and the environment -> plain option structs. Nothing here touches a
+// lock. A hand-written parser, not CLI11: see ARCHITECTURE.md ("start-up").
+#pragma once
+
+#include "util/diag.hpp"
+#include "util/duration.hpp"
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bufferlock {
+
+enum class Command { run, cache, status, acquire, release, extend, help, version };
+enum class Backend { file, redis };
+enum class OnLost { warn, term };
+
+struct RedisSettings {
+  std::string url;
+  Nanos ttl = std::chrono::seconds(60);
+  std::string key_prefix = "buffer:lock:";
+  bool hash_tag = false;
+  Nanos connect_timeout = std::chrono::seconds(1);
+  Nanos io_timeout = std::chrono::seconds(1);
+  Nanos step = std::chrono::milliseconds(1);
+  double ratio = 2.0;
+  Nanos max_step = std::chrono::milliseconds(500);
+  OnLost on_lost = OnLost::warn;
+  Nanos kill_after = std::chrono::seconds(10);
+};
+
+struct Options {
+  Command command = Command::run;
+  Backend backend = Backend::file;
+  std::string dir;          // file backend: lock directory; empty = the default one
+  RedisSettings redis;      // redis backend
+  Nanos wait{0};            // 0 = try once; infinite_duration = forever
+  int busy_exit = 75;
+  int error_exit = 69;
+  bool fail_open = false;
+  bool shared = false;
+  bool close = false;       // --close: fork, the command does not inherit the lock
+  diag::Verbosity verbosity = diag::Verbosity::normal;
+  std::string key;
+  std::vector<std::string> argv; // the command; for -c, {"/bin/sh", "-c", STRING}
+  std::string token;             // release / extend
+};
+
+// A bad command line or environment: printed as one line, exit status 64.
+class UsageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Looks up an environment variable; nullptr when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Parses argv (argv[0] is the program) and the environment variables the
+// chosen backend reads. Throws UsageError with the message text.
+Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv);
+
+// Whether `word` names a subcommand (so an implicit KEY cannot be spelled so).
+bool is_subcommand(std::string_view word);
+
+} // namespace bufferlock

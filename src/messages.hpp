@@ -1,0 +1,76 @@
+// The catalogue of diagnostics: each has a stable key (SPEC §11) and a
+// default text with %{placeholders}. Keys from the seeds are kept as named.
+#pragma once
+
+#include "util/diag.hpp"
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace bufferlock {
+
+// X(key, default text)
+#define BUFFERLOCK_MESSAGES(X)                                                                     \
+  X(usage_unknown_option, "unknown option '%{option}'")                                            \
+  X(usage_missing_value, "option '%{option}' needs a value")                                       \
+  X(usage_unexpected_value, "option '%{option}' takes no value")                                   \
+  X(usage_bad_duration,                                                                            \
+    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25 or 250ms")        \
+  X(usage_bad_wait,                                                                                \
+    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25, 250ms or inf")   \
+  X(usage_bad_exit_status, "invalid exit status '%{value}' for %{option}: expected 0 to 255")      \
+  X(lock_key_undefined, "missing KEY")                                                             \
+  X(usage_missing_command, "missing command after KEY")                                            \
+  X(usage_extra_argument, "unexpected argument '%{value}'")                                        \
+  X(usage_command_twice, "both -c and a command after KEY were given")                             \
+  X(usage_shell_one_word, "%{option} takes exactly one shell command")                             \
+  X(usage_key_is_subcommand,                                                                       \
+    "KEY '%{key}' is also a subcommand: use 'bufferlock run %{key} ...' or put '--' before it")    \
+  X(usage_both_backends, "--dir and --redis cannot be used together")                              \
+  X(usage_both_backend_env,                                                                        \
+    "both BUFFERLOCK_DIR and BUFFERLOCK_REDIS are set: choose one with --dir or --redis")          \
+  X(usage_redis_option_with_file, "%{option} is a redis option; the file backend has no use for it") \
+  X(usage_shared_with_redis, "--shared works only with the file backend")                          \
+  X(usage_close_and_no_fork, "--close and --no-fork cannot be used together")                      \
+  X(usage_file_subcommand,                                                                         \
+    "'%{command}' needs the redis backend: a file lock lives only as long as a process holds it")  \
+  X(usage_empty_dir, "--dir needs a directory name")                                               \
+  X(usage_bad_env, "invalid %{option}='%{value}'")                                                 \
+  X(usage_redis_unavailable, "the redis backend is not part of this build")                        \
+  X(usage_subcommand_unavailable, "'bufferlock %{command}' is not part of this build")               \
+  X(usage_hint, "%{error} (see 'bufferlock --help')")                                              \
+  X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                      \
+  X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                  \
+  X(lock_dir_not_writable, "cannot create lock file %{path}: %{error}")                            \
+  X(lock_open_failed, "cannot open %{path}: %{error}")                                             \
+  X(lock_failed, "cannot lock %{path}: %{error}")                                                  \
+  X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                \
+  X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                \
+  X(lock_busy, "'%{key}' is busy")                                                                 \
+  X(lock_busy_holder, "'%{key}' is busy (held by %{holder})")                                      \
+  X(lock_timeout, "gave up waiting for '%{key}' after %{seconds}s")                                \
+  X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (held by %{holder})")     \
+  X(lock_released, "released '%{key}'")                                                            \
+  X(exec_failed, "cannot run %{command}: %{error}")                                                \
+  X(fork_failed, "cannot start %{command}: %{error}")                                              \
+  X(status_failed, "cannot read the state of %{path}: %{error}")
+
+enum class Msg {
+#define BUFFERLOCK_MSG_ENUM(key, text) key,
+  BUFFERLOCK_MESSAGES(BUFFERLOCK_MSG_ENUM)
+#undef BUFFERLOCK_MSG_ENUM
+};
+
+using diag::Placeholder;
+
+// The stable key of a message, e.g. "lock_open_failed".
+std::string_view message_key(Msg m);
+
+// The message's text with its placeholders filled in.
+std::string message(Msg m, std::initializer_list<Placeholder> values = {});
+
+// A KEY as messages show it: printable, and cut after 64 bytes.
+std::string display_key(std::string_view key);
+
+} // namespace bufferlock

@@ -1,0 +1,37 @@
+// Running the command: exec in place, or as a supervised child. All child
+// handling lives here (STYLE point 8).
+#pragma once
+
+#include "util/duration.hpp"
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bufferlock {
+
+// Replaces this process by the command (PATH search as execvp). Returns only
+// on failure, after printing why, with the status to exit with: 127 when the
+// command was not found, 126 when it was found but could not be executed.
+int exec_command(const std::vector<std::string>& argv);
+
+// The exit status a wait(2) status stands for: the code, or 128+N for signal N.
+int exit_status_from_wait(int wait_status);
+
+// Called every `interval` while the child runs (for lock renewal); returns
+// the time until it wants to be called again.
+struct Ticker {
+  Nanos interval;
+  std::function<Nanos(pid_t child)> tick;
+};
+
+// Forks and runs the command as a child while this process waits: the signals
+// INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets
+// SIGTERM if this process dies. Descriptors stay out of the child only if they
+// are close-on-exec. Returns the child's exit status (exit_status_from_wait),
+// or 126/127 when it could not be started.
+int run_child(const std::vector<std::string>& argv, const Ticker* ticker = nullptr);
+
+} // namespace bufferlock

@@ -1,0 +1,35 @@
+// Diagnostics: one line each on stderr, prefixed "bufferlock: ". stdout
+// belongs to the command, so nothing here ever writes there.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace bufferlock::diag {
+
+enum class Verbosity { quiet, normal, verbose };
+
+void set_verbosity(Verbosity v);
+bool verbose();
+
+// Errors are printed even under --quiet; warnings are not; debug only with -v.
+void error(std::string_view text);
+void warn(std::string_view text);
+void debug(std::string_view text);
+
+struct Placeholder {
+  std::string_view name;
+  std::string_view value;
+};
+
+// Replaces %{name} in `tmpl` by the value of the placeholder of that name.
+// Values are made printable on one line: control bytes and bytes that are not
+// valid UTF-8 become \xHH, so a hostile path or KEY cannot split a message.
+// An unknown %{name} is left as written.
+std::string substitute(std::string_view tmpl, std::initializer_list<Placeholder> values);
+
+// `bytes` with control characters and invalid UTF-8 escaped as \xHH.
+std::string printable(std::string_view bytes);
+
+} // namespace bufferlock::diag

@@ -1,0 +1,61 @@
+#include "util/files.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace bufferlock {
+
+std::string errno_text(int err) {
+  char buf[256];
+  // GNU strerror_r returns the text, which may or may not be in buf.
+  return ::strerror_r(err, buf, sizeof buf);
+}
+
+std::string parent_dir(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const auto slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+std::optional<SysError> make_dirs(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0) return std::nullopt;
+  int err = errno;
+  if (err == ENOENT) {
+    const std::string parent = parent_dir(path);
+    if (parent != path && parent != "." && parent != "/") {
+      if (auto e = make_dirs(parent, mode)) return e;
+    }
+    if (::mkdir(path.c_str(), mode) == 0) return std::nullopt;
+    err = errno;
+  }
+  if (err == EEXIST) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return std::nullopt;
+    return SysError{path, errno_text(ENOTDIR)};
+  }
+  return SysError{path, errno_text(err)};
+}
+
+std::optional<SysError> ensure_private_dir(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return SysError{path, errno_text(errno)};
+    if (auto e = make_dirs(parent_dir(path), 0700)) return e;
+    // EEXIST: another process created it first; the checks below still apply.
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return SysError{path, errno_text(errno)};
+    if (::lstat(path.c_str(), &st) != 0) return SysError{path, errno_text(errno)};
+  }
+  if (S_ISLNK(st.st_mode)) return SysError{path, "it is a symbolic link", true};
+  if (!S_ISDIR(st.st_mode)) return SysError{path, errno_text(ENOTDIR), true};
+  if (st.st_uid != ::geteuid())
+    return SysError{path, "it is owned by uid " + std::to_string(st.st_uid) + ", not by you", true};
+  return std::nullopt;
+}
+
+} // namespace bufferlock

@@ -1,0 +1,33 @@
+// Directories and system errors, with failures returned as values.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace bufferlock {
+
+// A failed system call: which path, and why (errno text or our own words).
+struct SysError {
+  std::string path;
+  std::string reason;
+  bool refused = false; // not a failure of the OS: we refused what we found
+};
+
+// strerror(3) as a std::string (thread-safe variant).
+std::string errno_text(int err);
+
+// mkdir -p: creates `path` and missing parents with `mode` (minus the umask).
+// An existing directory (or a symbolic link to one) is success.
+std::optional<SysError> make_dirs(const std::string& path, mode_t mode);
+
+// A directory only this user may use: created 0700 when missing; refused when
+// it is a symbolic link, not a directory, or owned by another user, because
+// anyone who can plant it could then see or steal our locks.
+std::optional<SysError> ensure_private_dir(const std::string& path);
+
+// The directory part of `path` ("." when there is none).
+std::string parent_dir(const std::string& path);
+
+} // namespace bufferlock

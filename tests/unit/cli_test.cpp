@@ -1,0 +1,184 @@
+#include "cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace bufferlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+Options parse(std::vector<std::string> words, const Env& env = {}) {
+  words.insert(words.begin(), "bufferlock");
+  std::vector<const char*> argv;
+  for (auto& w : words) argv.push_back(w.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), env.lookup());
+}
+
+std::string usage_error(std::vector<std::string> words, const Env& env = {}) {
+  try {
+    parse(std::move(words), env);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+using Words = std::vector<std::string>;
+
+} // namespace
+
+TEST(Cli, ImplicitFormTakesTheCommandVerbatim) {
+  const Options o = parse({"-d", "D", "k", "ls", "-l", "--", "-x"});
+  EXPECT_EQ(o.command, Command::run);
+  EXPECT_EQ(o.backend, Backend::file);
+  EXPECT_EQ(o.dir, "D");
+  EXPECT_EQ(o.key, "k");
+  EXPECT_EQ(o.argv, (Words{"ls", "-l", "--", "-x"}));
+  EXPECT_EQ(o.wait, Nanos(0));
+}
+
+TEST(Cli, DashDashAfterKeyIsDropped) {
+  EXPECT_EQ(parse({"k", "--", "-c", "x"}).argv, (Words{"-c", "x"}));
+}
+
+TEST(Cli, ShellCommandAfterKeyOrBefore) {
+  EXPECT_EQ(parse({"k", "-c", "echo hi"}).argv, (Words{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_EQ(parse({"k", "--command", "echo hi"}).argv, (Words{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_EQ(parse({"k", "--command=echo hi"}).argv, (Words{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_EQ(parse({"-c", "echo hi", "k"}).argv, (Words{"/bin/sh", "-c", "echo hi"}));
+  EXPECT_NE(usage_error({"k", "-c", "a", "b"}).find("exactly one"), std::string::npos);
+  EXPECT_NE(usage_error({"k", "-c"}).find("exactly one"), std::string::npos);
+  EXPECT_NE(usage_error({"-c", "a", "k", "true"}).find("both"), std::string::npos);
+}
+
+TEST(Cli, DashDashBeforeKeyAllowsAnyKey) {
+  const Options o = parse({"-d", "D", "--", "-odd-key", "--", "cmd"});
+  EXPECT_EQ(o.key, "-odd-key");
+  EXPECT_EQ(o.argv, (Words{"cmd"}));
+  EXPECT_EQ(parse({"--", "cache", "true"}).key, "cache");
+  EXPECT_EQ(parse({"--", "", "true"}).key, "");
+  EXPECT_EQ(parse({"", "true"}).key, "");
+}
+
+TEST(Cli, SubcommandNameAsImplicitKeyIsAUsageError) {
+  EXPECT_NE(usage_error({"-d", "D", "cache", "--", "true"}).find("bufferlock run cache"),
+            std::string::npos);
+  const Options o = parse({"run", "-d", "D", "cache", "--", "true"});
+  EXPECT_EQ(o.key, "cache");
+  EXPECT_EQ(o.command, Command::run);
+}
+
+TEST(Cli, ShortOptionClustersAndAttachedValues) {
+  const Options o = parse({"-nvsw5", "-dDIR", "-E3", "k", "true"});
+  EXPECT_TRUE(o.shared);
+  EXPECT_EQ(o.verbosity, diag::Verbosity::verbose);
+  EXPECT_EQ(o.wait, Nanos(5s));
+  EXPECT_EQ(o.dir, "DIR");
+  EXPECT_EQ(o.busy_exit, 3);
+}
+
+TEST(Cli, LongOptionsWithEqualsOrNextWord) {
+  const Options o = parse({"--dir=D", "--wait", "250ms", "--conflict-exit-code=9", "--error-exit", "0",
+                           "--fail-open", "--close", "--quiet", "k", "true"});
+  EXPECT_EQ(o.dir, "D");
+  EXPECT_EQ(o.wait, Nanos(250ms));
+  EXPECT_EQ(o.busy_exit, 9);
+  EXPECT_EQ(o.error_exit, 0);
+  EXPECT_TRUE(o.fail_open);
+  EXPECT_TRUE(o.close);
+  EXPECT_EQ(o.verbosity, diag::Verbosity::quiet);
+  EXPECT_EQ(parse({"--timeout", "inf", "k", "true"}).wait, infinite_duration);
+}
+
+TEST(Cli, LastOfNonblockAndWaitWins) {
+  EXPECT_EQ(parse({"-w", "5", "-n", "k", "true"}).wait, Nanos(0));
+  EXPECT_EQ(parse({"-n", "-w", "5", "k", "true"}).wait, Nanos(5s));
+  EXPECT_EQ(parse({"-w", "0", "k", "true"}).wait, Nanos(0));
+}
+
+TEST(Cli, BadValuesAreUsageErrors) {
+  for (const Words& w : std::vector<Words>{
+           {"-w", "-1", "k", "true"},  {"-w", "abc", "k", "true"}, {"-w", "nan", "k", "true"},
+           {"-w", "1e3", "k", "true"}, {"-E", "256", "k", "true"}, {"-E", "-1", "k", "true"},
+           {"-E", "", "k", "true"},    {"--error-exit", "x", "k", "true"},
+           {"--dir", "", "k", "true"}, {"--bogus", "k", "true"},   {"-Z", "k", "true"},
+           {"--close=yes", "k", "true"}, {"--wait"}, {"-w"},      {"-o", "-F", "k", "true"}}) {
+    EXPECT_NE(usage_error(w), "(no error)") << w[0];
+  }
+}
+
+TEST(Cli, MissingKeyOrCommand) {
+  EXPECT_EQ(usage_error({}), "missing KEY");
+  EXPECT_EQ(usage_error({"-n"}), "missing KEY");
+  EXPECT_EQ(usage_error({"k"}), "missing command after KEY");
+  EXPECT_EQ(usage_error({"k", "--"}), "missing command after KEY");
+}
+
+TEST(Cli, HelpAndVersionWinOverMissingKey) {
+  EXPECT_EQ(parse({"--help"}).command, Command::help);
+  EXPECT_EQ(parse({"-h"}).command, Command::help);
+  EXPECT_EQ(parse({"--version"}).command, Command::version);
+  EXPECT_EQ(parse({"-V"}).command, Command::version);
+}
+
+TEST(Cli, BackendChoice) {
+  EXPECT_NE(usage_error({"-d", "D", "-r", "redis://h", "k", "true"}).find("together"),
+            std::string::npos);
+  Env both{{{"BUFFERLOCK_DIR", "/a"}, {"BUFFERLOCK_REDIS", "redis://h"}}};
+  EXPECT_NE(usage_error({"k", "true"}, both).find("BUFFERLOCK_DIR"), std::string::npos);
+  EXPECT_EQ(parse({"-d", "D", "k", "true"}, both).dir, "D"); // an option decides
+  Env dir_env{{{"BUFFERLOCK_DIR", "/a"}}};
+  EXPECT_EQ(parse({"k", "true"}, dir_env).dir, "/a");
+  EXPECT_EQ(parse({"-d", "/b", "k", "true"}, dir_env).dir, "/b");
+  EXPECT_EQ(parse({"k", "true"}).dir, ""); // the default directory
+  Env empty_env{{{"BUFFERLOCK_DIR", ""}}};
+  EXPECT_EQ(parse({"k", "true"}, empty_env).dir, "");
+}
+
+TEST(Cli, RedisOptionsAreRefusedWithTheFileBackend) {
+  EXPECT_NE(usage_error({"--ttl", "5", "k", "true"}).find("--ttl"), std::string::npos);
+  EXPECT_NE(usage_error({"--hash-tag", "k", "true"}).find("--hash-tag"), std::string::npos);
+  EXPECT_NE(usage_error({"-s", "-r", "redis://h", "k", "true"}).find("--shared"), std::string::npos);
+  // The other backend's environment is not read at all.
+  Env ttl_env{{{"BUFFERLOCK_TTL", "garbage"}}};
+  EXPECT_EQ(parse({"k", "true"}, ttl_env).backend, Backend::file);
+}
+
+TEST(Cli, TtlMustRoundToAtLeastOneMillisecond) {
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "0.0005", "k", "true"}).redis.ttl, Nanos(500us));
+  for (const char* bad : {"0", "-1", "abc", "nan", "1e999", "0.0004"})
+    EXPECT_NE(usage_error({"-r", "redis://h", "--ttl", bad, "k", "true"}), "(no error)") << bad;
+}
+
+TEST(Cli, WaitFromTheEnvironment) {
+  Env wait_env{{{"BUFFERLOCK_WAIT", "2m"}}};
+  EXPECT_EQ(parse({"k", "true"}, wait_env).wait, Nanos(120s));
+  EXPECT_EQ(parse({"-n", "k", "true"}, wait_env).wait, Nanos(0));
+  Env bad_wait{{{"BUFFERLOCK_WAIT", "soon"}}};
+  EXPECT_NE(usage_error({"k", "true"}, bad_wait).find("BUFFERLOCK_WAIT"), std::string::npos);
+}
+
+TEST(Cli, StatusAndTheRedisOnlySubcommands) {
+  const Options o = parse({"status", "-d", "D", "k"});
+  EXPECT_EQ(o.command, Command::status);
+  EXPECT_EQ(o.key, "k");
+  EXPECT_NE(usage_error({"status", "k", "extra"}), "(no error)");
+  EXPECT_NE(usage_error({"acquire", "k"}).find("redis"), std::string::npos);
+  EXPECT_NE(usage_error({"release", "k", "tok"}).find("redis"), std::string::npos);
+  EXPECT_NE(usage_error({"extend", "k", "tok"}).find("redis"), std::string::npos);
+  EXPECT_EQ(parse({"release", "-r", "redis://h", "k", "tok"}).token, "tok");
+}
