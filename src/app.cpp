@@ -4,16 +4,19 @@
 #include "exit_codes.hpp"
 #include "help.hpp"
 #include "lock/file_lock.hpp"
+#include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
 #include "util/clock.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <exception>
+#include <memory>
 
 namespace bufferlock {
 
@@ -33,101 +36,150 @@ int write_stdout(std::string_view text) {
   return exit_code::ok;
 }
 
-void export_lock_env(const Options& o, const char* backend) {
+std::unique_ptr<Lock> make_lock(const Options& o) {
+  if (o.backend == Backend::redis) {
+    // hiredis writes with write(2): a server that went away must give EPIPE,
+    // not kill us. Blocked rather than ignored, so that the command (whose
+    // mask is emptied) sees SIGPIPE as the caller left it.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
+    return std::make_unique<RedisLock>(o.redis, o.key);
+  }
+  const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
+  if (o.dir.empty())
+    return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")),
+                                      DirKind::private_default, o.key, mode);
+  return std::make_unique<FileLock>(o.dir, DirKind::user_given, o.key, mode);
+}
+
+void export_key(const Options& o) {
   if (o.key.size() <= max_env_key) ::setenv("BUFFERLOCK_KEY", o.key.c_str(), 1);
   else ::unsetenv("BUFFERLOCK_KEY");
-  ::setenv("BUFFERLOCK_BACKEND", backend, 1);
   ::unsetenv("BUFFERLOCK_FD"); // never pass on one we do not hold
 }
 
-FileLock make_file_lock(const Options& o) {
-  if (o.dir.empty())
-    return FileLock(default_lock_dir(::getenv("XDG_RUNTIME_DIR")), DirKind::private_default, o.key);
-  return FileLock(o.dir, DirKind::user_given, o.key);
-}
-
-// The command, in place of this process or (--close) as a child.
-int run_command(const Options& o, FileLock* lock) {
-  if (!o.close) {
-    if (lock) {
-      // The one descriptor that must outlive exec: it is the lock.
-      ::fcntl(lock->fd(), F_SETFD, 0);
-      ::setenv("BUFFERLOCK_FD", std::to_string(lock->fd()).c_str(), 1);
+// The command, in place of this process when the lock can be inherited, else
+// as a child while we hold (and maybe renew) the lock.
+int run_command(const Options& o, Lock* lock) {
+  const int fd = lock ? lock->inheritable_fd() : -1;
+  if (o.backend == Backend::file && !o.close) {
+    if (fd >= 0) {
+      ::fcntl(fd, F_SETFD, 0); // the one descriptor that must outlive exec
+      ::setenv("BUFFERLOCK_FD", std::to_string(fd).c_str(), 1);
     }
     return exec_command(o.argv);
   }
-  const int status = run_child(o.argv);
+  const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
+  const int status = run_child(o.argv, ticker ? &*ticker : nullptr);
   if (lock) {
     lock->release();
-    diag::debug(message(Msg::lock_released, {{"key", display_key(o.key)}}));
+    if (o.backend == Backend::file)
+      diag::debug(message(Msg::lock_released, {{"key", display_key(o.key)}}));
   }
   return status;
 }
 
-int busy(const Options& o, const FileLock& lock, Nanos waited) {
-  if (diag::verbose()) {
-    const std::string holder = describe_holders(lock.holders());
-    const std::string key = display_key(o.key);
-    if (o.wait.count() > 0) {
-      const std::string secs = format_seconds(waited);
-      diag::debug(holder.empty()
-                      ? message(Msg::lock_timeout, {{"key", key}, {"seconds", secs}})
-                      : message(Msg::lock_timeout_holder,
-                                {{"key", key}, {"seconds", secs}, {"holder", holder}}));
-    } else {
-      diag::debug(holder.empty() ? message(Msg::lock_busy, {{"key", key}})
-                                 : message(Msg::lock_busy_holder, {{"key", key}, {"holder", holder}}));
-    }
+void report_busy(const Options& o, Lock& lock, Nanos waited) {
+  if (!diag::verbose()) return;
+  const std::string holder = lock.holder();
+  const std::string key = display_key(o.key);
+  if (o.wait.count() > 0) {
+    const std::string secs = format_seconds(waited);
+    diag::debug(holder.empty() ? message(Msg::lock_timeout, {{"key", key}, {"seconds", secs}})
+                               : message(Msg::lock_timeout_holder,
+                                         {{"key", key}, {"seconds", secs}, {"holder", holder}}));
+  } else {
+    diag::debug(holder.empty() ? message(Msg::lock_busy, {{"key", key}})
+                               : message(Msg::lock_busy_holder, {{"key", key}, {"holder", holder}}));
   }
-  return o.busy_exit;
+}
+
+enum class Taken { locked, unlocked, stop };
+
+// Takes the lock as the options say. `stop` sets `exit_status` (busy, error);
+// `unlocked` is an error under --fail-open: the command runs without the lock.
+Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
+  const Nanos start = monotonic_now();
+  const Outcome outcome = lock.acquire(o.wait);
+  switch (outcome.status) {
+  case AcquireStatus::acquired:
+    diag::debug(message(Msg::lock_acquired, {{"key", display_key(o.key)},
+                                             {"path", lock.where()},
+                                             {"seconds", format_seconds(monotonic_now() - start)}}));
+    return Taken::locked;
+  case AcquireStatus::busy:
+    report_busy(o, lock, monotonic_now() - start);
+    exit_status = o.busy_exit;
+    return Taken::stop;
+  case AcquireStatus::error:
+    if (o.fail_open && (o.command == Command::run || o.command == Command::cache)) {
+      diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
+      return Taken::unlocked;
+    }
+    diag::error(outcome.error);
+    exit_status = o.error_exit;
+    return Taken::stop;
+  }
+  return Taken::stop;
 }
 
 int cmd_run(const Options& o) {
-  if (o.backend == Backend::redis) throw UsageError(message(Msg::usage_redis_unavailable));
-  FileLock lock = make_file_lock(o);
-  const Nanos start = diag::verbose() ? monotonic_now() : Nanos(0);
-  const Outcome outcome =
-      lock.acquire(o.shared ? LockMode::shared : LockMode::exclusive, o.wait);
-  switch (outcome.status) {
-  case AcquireStatus::acquired:
-    if (diag::verbose())
-      diag::debug(message(Msg::lock_acquired, {{"key", display_key(o.key)},
-                                               {"path", lock.path()},
-                                               {"seconds", format_seconds(monotonic_now() - start)}}));
-    export_lock_env(o, "file");
-    return run_command(o, &lock);
-  case AcquireStatus::busy: return busy(o, lock, diag::verbose() ? monotonic_now() - start : Nanos(0));
-  case AcquireStatus::error:
-    if (!o.fail_open) {
-      diag::error(outcome.error);
-      return o.error_exit;
-    }
-    diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
-    export_lock_env(o, "file");
+  const std::unique_ptr<Lock> lock = make_lock(o);
+  int exit_status = o.error_exit;
+  const Taken taken = take_lock(o, *lock, exit_status);
+  if (taken == Taken::stop) return exit_status;
+  export_key(o);
+  if (taken == Taken::unlocked) {
+    ::setenv("BUFFERLOCK_BACKEND", o.backend == Backend::file ? "file" : "redis", 1);
     return run_command(o, nullptr);
   }
-  return exit_code::error;
+  lock->export_env();
+  return run_command(o, lock.get());
 }
 
 int cmd_status(const Options& o) {
-  if (o.backend == Backend::redis) throw UsageError(message(Msg::usage_redis_unavailable));
-  const FileLock lock = make_file_lock(o);
-  const ProbeResult r = lock.probe(o.shared ? LockMode::shared : LockMode::exclusive);
-  switch (r.state) {
-  case Probe::free: return write_stdout("free\n") == 0 ? exit_code::ok : o.error_exit;
-  case Probe::held: {
-    std::string line = "held";
-    for (std::size_t i = 0; i < r.holders.size(); ++i) {
-      line += i == 0 ? " pid=" : ",";
-      line += std::to_string(r.holders[i]);
-    }
-    line += '\n';
-    write_stdout(line);
-    return o.busy_exit;
+  const std::unique_ptr<Lock> lock = make_lock(o);
+  const LockStatus s = lock->status();
+  switch (s.state) {
+  case LockState::free: return write_stdout("free\n") == 0 ? exit_code::ok : o.error_exit;
+  case LockState::held: write_stdout("held" + s.fields + "\n"); return o.busy_exit;
+  case LockState::error: diag::error(s.error); return o.error_exit;
   }
-  case Probe::error: diag::error(r.error); return o.error_exit;
+  return o.error_exit;
+}
+
+int cmd_acquire(const Options& o) {
+  auto lock = make_lock(o);
+  auto& redis = static_cast<RedisLock&>(*lock);
+  int exit_status = o.error_exit;
+  if (take_lock(o, redis, exit_status) != Taken::locked) return exit_status;
+  if (write_stdout(redis.token() + "\n") != 0) {
+    redis.release(); // nobody learnt the token: do not leave the lock behind
+    return o.error_exit;
   }
-  return exit_code::error;
+  return exit_code::ok;
+}
+
+int cmd_release_or_extend(const Options& o) {
+  auto lock = make_lock(o);
+  auto& redis = static_cast<RedisLock&>(*lock);
+  redis.use_token(o.token);
+  const bool release = o.command == Command::release;
+  auto result = release ? redis.release_token() : redis.extend_token();
+  if (auto* e = std::get_if<RedisError>(&result)) {
+    diag::error(message(release ? Msg::redis_unlock_failed : Msg::redis_renew_failed,
+                        {{"server", redis.server()}, {"error", e->text}}));
+    return o.error_exit;
+  }
+  if (std::get<bool>(result)) return exit_code::ok;
+  if (release) {
+    diag::debug(message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}}));
+    return exit_code::ok; // not ours any more: done, as far as we are concerned
+  }
+  diag::debug(message(Msg::redis_lock_lost, {{"key", display_key(o.key)}, {"server", redis.server()}}));
+  return o.busy_exit;
 }
 
 } // namespace
@@ -143,10 +195,11 @@ int app_main(int argc, char** argv) {
     case Command::version: return write_stdout(version_text());
     case Command::run: return cmd_run(o);
     case Command::status: return cmd_status(o);
-    case Command::cache: throw UsageError(message(Msg::usage_subcommand_unavailable, {{"command", "cache"}}));
-    case Command::acquire:
+    case Command::acquire: return cmd_acquire(o);
     case Command::release:
-    case Command::extend: throw UsageError(message(Msg::usage_redis_unavailable));
+    case Command::extend: return cmd_release_or_extend(o);
+    case Command::cache:
+      throw UsageError(message(Msg::usage_subcommand_unavailable, {{"command", "cache"}}));
     }
   } catch (const UsageError& e) {
     diag::error(message(Msg::usage_hint, {{"error", e.what()}}));

@@ -2,6 +2,7 @@
 
 #include "messages.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -82,6 +83,12 @@ Nanos duration_value(std::string_view option, std::string_view text) {
   return *d;
 }
 
+Nanos positive_duration_value(std::string_view option, std::string_view text) {
+  const Nanos d = duration_value(option, text);
+  if (d.count() <= 0) usage(Msg::usage_bad_duration, {{"option", option}, {"value", text}});
+  return d;
+}
+
 Nanos wait_value(std::string_view option, std::string_view text) {
   auto d = parse_duration(text, AllowInfinite::yes);
   if (!d) usage(Msg::usage_bad_wait, {{"option", option}, {"value", text}});
@@ -109,10 +116,12 @@ struct Parsed {
   std::string first_redis_option; // as typed, for the "not with the file backend" error
   bool no_fork = false;
   bool have_key = false;
+  std::array<bool, option_table.size()> given{}; // on the command line
 };
 
 void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
+  p.given[static_cast<std::size_t>(&spec - option_table.data())] = true;
   if (spec.scope == Scope::redis && p.first_redis_option.empty()) p.first_redis_option = typed;
   switch (spec.id) {
   case Opt::dir:
@@ -146,10 +155,10 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
     o.redis.key_prefix = std::string(value);
     break;
   case Opt::hash_tag: o.redis.hash_tag = true; break;
-  case Opt::connect_timeout: o.redis.connect_timeout = duration_value(typed, value); break;
-  case Opt::io_timeout: o.redis.io_timeout = duration_value(typed, value); break;
-  case Opt::step: o.redis.step = duration_value(typed, value); break;
-  case Opt::max_step: o.redis.max_step = duration_value(typed, value); break;
+  case Opt::connect_timeout: o.redis.connect_timeout = positive_duration_value(typed, value); break;
+  case Opt::io_timeout: o.redis.io_timeout = positive_duration_value(typed, value); break;
+  case Opt::step: o.redis.step = positive_duration_value(typed, value); break;
+  case Opt::max_step: o.redis.max_step = positive_duration_value(typed, value); break;
   case Opt::kill_after: o.redis.kill_after = duration_value(typed, value); break;
   case Opt::ratio: {
     // A plain decimal >= 1: the duration grammar without a unit.
@@ -257,6 +266,16 @@ void parse_command_words(Parsed& p, int argc, const char* const* argv, int i) {
   }
 }
 
+// Redis options that the environment can set (SPEC §4).
+constexpr std::array<std::pair<Opt, const char*>, 6> redis_env = {{
+    {Opt::ttl, "BUFFERLOCK_TTL"},
+    {Opt::key_prefix, "BUFFERLOCK_NAMESPACE"},
+    {Opt::connect_timeout, "BUFFERLOCK_CONNECT_TIMEOUT"},
+    {Opt::io_timeout, "BUFFERLOCK_IO_TIMEOUT"},
+    {Opt::on_lost, "BUFFERLOCK_ON_LOST"},
+    {Opt::kill_after, "BUFFERLOCK_KILL_AFTER"},
+}};
+
 const char* env_value(const EnvLookup& getenv, const char* name) {
   const char* v = getenv(name);
   return (v && *v) ? v : nullptr; // an empty variable counts as unset
@@ -274,8 +293,24 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
   if (p.redis_url) {
     o.backend = Backend::redis;
-    o.redis.url = *p.redis_url;
+    o.redis.url_text = *p.redis_url;
+    auto parsed = parse_redis_url(*p.redis_url);
+    if (auto* e = std::get_if<UrlError>(&parsed))
+      usage(Msg::usage_bad_redis_url, {{"server", redact_url(*p.redis_url)}, {"error", e->reason}});
+    o.redis.url = std::get<RedisUrl>(parsed);
+    o.redis.password = o.redis.url.password;
+    if (!o.redis.password) {
+      if (const char* pw = env_value(getenv, "BUFFERLOCK_REDIS_PASSWORD")) o.redis.password = pw;
+      else if (const char* cli_pw = env_value(getenv, "REDISCLI_AUTH")) o.redis.password = cli_pw;
+    }
     if (o.shared) usage(Msg::usage_shared_with_redis);
+    // Environment equivalents of the redis options the command line did not give.
+    for (const auto& [id, name] : redis_env) {
+      const auto& spec = *std::find_if(option_table.begin(), option_table.end(),
+                                       [id = id](const OptionSpec& s) { return s.id == id; });
+      if (p.given[static_cast<std::size_t>(&spec - option_table.data())]) continue;
+      if (const char* v = env_value(getenv, name)) apply(p, spec, name, v);
+    }
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");

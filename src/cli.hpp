@@ -2,10 +2,12 @@
 // lock. A hand-written parser, not CLI11: see ARCHITECTURE.md ("start-up").
 #pragma once
 
+#include "redis/url.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -18,7 +20,9 @@ enum class Backend { file, redis };
 enum class OnLost { warn, term };
 
 struct RedisSettings {
-  std::string url;
+  RedisUrl url;
+  std::string url_text;                // as given, for messages (redact_url)
+  std::optional<std::string> password; // from the URL, BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH
   Nanos ttl = std::chrono::seconds(60);
   std::string key_prefix = "buffer:lock:";
   bool hash_tag = false;

@@ -39,6 +39,8 @@ namespace bufferlock {
   X(usage_bad_env, "invalid %{option}='%{value}'")                                                 \
   X(usage_redis_unavailable, "the redis backend is not part of this build")                        \
   X(usage_subcommand_unavailable, "'bufferlock %{command}' is not part of this build")               \
+  X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                               \
+  X(usage_bad_token, "invalid TOKEN '%{value}': expected the token 'bufferlock acquire' printed")  \
   X(usage_hint, "%{error} (see 'bufferlock --help')")                                              \
   X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                      \
   X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                  \
@@ -48,13 +50,22 @@ namespace bufferlock {
   X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                \
   X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                \
   X(lock_busy, "'%{key}' is busy")                                                                 \
-  X(lock_busy_holder, "'%{key}' is busy (held by %{holder})")                                      \
+  X(lock_busy_holder, "'%{key}' is busy (%{holder})")                                              \
   X(lock_timeout, "gave up waiting for '%{key}' after %{seconds}s")                                \
-  X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (held by %{holder})")     \
+  X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (%{holder})")             \
   X(lock_released, "released '%{key}'")                                                            \
   X(exec_failed, "cannot run %{command}: %{error}")                                                \
   X(fork_failed, "cannot start %{command}: %{error}")                                              \
-  X(status_failed, "cannot read the state of %{path}: %{error}")
+  X(status_failed, "cannot read the state of %{path}: %{error}")                                   \
+  X(redis_lock_failed, "cannot take the lock on %{server}: %{error}")                              \
+  X(redis_unlock_failed, "cannot release the lock on %{server}: %{error}")                         \
+  X(redis_renew_failed, "cannot renew the lock on %{server}: %{error}")                            \
+  X(redis_status_failed, "cannot read the lock on %{server}: %{error}")                            \
+  X(redis_lock_lost, "lost the lock '%{key}' on %{server}: it expired or another holder took it")  \
+  X(redis_lock_lost_term, "lost the lock '%{key}' on %{server}; sending the command SIGTERM")      \
+  X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                 \
+  X(redis_token_failed, "cannot make a lock token: %{error}")                                      \
+  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")
 
 enum class Msg {
 #define BUFFERLOCK_MSG_ENUM(key, text) key,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 namespace bufferlock {
 
@@ -52,8 +53,10 @@ std::string describe_holders(const std::vector<pid_t>& pids) {
   return out;
 }
 
-FileLock::FileLock(std::string dir, DirKind kind, std::string_view key)
-    : dir_(std::move(dir)), kind_(kind), path_(lock_file_path(dir_, key)) {}
+FileLock::FileLock(std::string dir, DirKind kind, std::string_view key, LockMode mode)
+    : dir_(std::move(dir)), kind_(kind), path_(lock_file_path(dir_, key)), mode_(mode) {}
+
+void FileLock::export_env() const { ::setenv("BUFFERLOCK_BACKEND", "file", 1); }
 
 std::optional<std::string> FileLock::open_lock_file() {
   if (kind_ == DirKind::private_default) {
@@ -103,9 +106,9 @@ std::optional<std::string> FileLock::open_lock_file() {
   return std::nullopt;
 }
 
-Outcome FileLock::acquire(LockMode mode, Nanos wait) {
+Outcome FileLock::acquire(Nanos wait) {
   if (auto error = open_lock_file()) return Outcome::failed(std::move(*error));
-  const int op = mode == LockMode::shared ? LOCK_SH : LOCK_EX;
+  const int op = mode_ == LockMode::shared ? LOCK_SH : LOCK_EX;
   auto lock_error = [&](int err) {
     fd_.reset();
     return Outcome::failed(message(Msg::lock_failed, {{"path", path_}, {"error", errno_text(err)}}));
@@ -134,29 +137,37 @@ Outcome FileLock::acquire(LockMode mode, Nanos wait) {
   }
 }
 
-std::vector<pid_t> FileLock::holders() const {
+std::vector<pid_t> FileLock::holder_pids() const {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) return {};
   return flock_holders(st.st_dev, st.st_ino);
 }
 
-ProbeResult FileLock::probe(LockMode mode) const {
+std::string FileLock::holder() {
+  const std::string pids = describe_holders(holder_pids());
+  return pids.empty() ? pids : "held by " + pids;
+}
+
+LockStatus FileLock::status() {
   UniqueFd fd(::open(path_.c_str(), open_flags));
+  auto failed = [&](std::string why) {
+    return LockStatus{LockState::error, {}, message(Msg::status_failed, {{"path", path_}, {"error", why}})};
+  };
   if (!fd) {
-    if (errno == ENOENT || errno == ENOTDIR) return {Probe::free, {}, {}};
-    const std::string why =
-        errno == ELOOP ? std::string("it is a symbolic link (not followed)") : errno_text(errno);
-    return {Probe::error, {}, message(Msg::status_failed, {{"path", path_}, {"error", why}})};
+    if (errno == ENOENT || errno == ENOTDIR) return {LockState::free, {}, {}};
+    return failed(errno == ELOOP ? "it is a symbolic link (not followed)" : errno_text(errno));
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return {Probe::error, {},
-            message(Msg::status_failed, {{"path", path_}, {"error", "not a regular file"}})};
-  const int op = mode == LockMode::shared ? LOCK_SH : LOCK_EX;
-  if (::flock(fd.get(), op | LOCK_NB) == 0) return {Probe::free, {}, {}};
-  if (errno != EWOULDBLOCK)
-    return {Probe::error, {}, message(Msg::status_failed, {{"path", path_}, {"error", errno_text(errno)}})};
-  return {Probe::held, flock_holders(st.st_dev, st.st_ino), {}};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return failed("not a regular file");
+  const int op = mode_ == LockMode::shared ? LOCK_SH : LOCK_EX;
+  if (::flock(fd.get(), op | LOCK_NB) == 0) return {LockState::free, {}, {}};
+  if (errno != EWOULDBLOCK) return failed(errno_text(errno));
+  std::string fields;
+  for (pid_t pid : flock_holders(st.st_dev, st.st_ino)) {
+    fields += fields.empty() ? " pid=" : ",";
+    fields += std::to_string(pid);
+  }
+  return {LockState::held, fields, {}};
 }
 
 } // namespace bufferlock

@@ -1,7 +1,7 @@
 // The file backend: flock(2) on DIR/<md5 of KEY>.lock (SPEC §6).
 #pragma once
 
-#include "lock/outcome.hpp"
+#include "lock/lock.hpp"
 #include "util/duration.hpp"
 #include "util/fd.hpp"
 
@@ -26,42 +26,40 @@ std::string default_lock_dir(const char* xdg_runtime_dir);
 // DIR/<md5hex(key)>.lock
 std::string lock_file_path(const std::string& dir, std::string_view key);
 
-enum class Probe { free, held, error };
-
-struct ProbeResult {
-  Probe state;
-  std::vector<pid_t> holders; // with held: what /proc/locks tells, maybe nothing
-  std::string error;          // with error: the message
-};
-
-class FileLock {
+class FileLock final : public Lock {
 public:
-  FileLock(std::string dir, DirKind kind, std::string_view key);
+  FileLock(std::string dir, DirKind kind, std::string_view key, LockMode mode);
 
   // Opens the lock file, creating the directory and file when needed, and
-  // locks it: at once, or waiting up to `wait` (blocked in the kernel, so the
+  // locks it: at once, or waiting up to `wait` blocked in the kernel (so the
   // lock is ours as soon as it is released), or for ever with infinite_duration.
-  Outcome acquire(LockMode mode, Nanos wait);
+  Outcome acquire(Nanos wait) override;
 
-  // The holders of the lock file, for messages after a busy outcome.
-  std::vector<pid_t> holders() const;
+  // Closing is what frees a flock lock.
+  void release() override { fd_.reset(); }
 
-  // The descriptor that holds the lock, close-on-exec; -1 before acquire.
-  int fd() const { return fd_.get(); }
+  // Whether the lock could be taken now; creates nothing.
+  LockStatus status() override;
+
+  // The holders' PIDs from /proc/locks ("pid 12", "pids 12, 34"), or "".
+  std::string holder() override;
+
+  std::string where() const override { return path_; }
+  void export_env() const override;
+
+  // The descriptor that holds the lock (close-on-exec); -1 before acquire.
+  int inheritable_fd() const override { return fd_.get(); }
+
   const std::string& path() const { return path_; }
-
-  // Frees the lock (closing is what frees a flock lock).
-  void release() { fd_.reset(); }
-
-  // Whether the lock could be taken now, without creating anything.
-  ProbeResult probe(LockMode mode) const;
 
 private:
   std::optional<std::string> open_lock_file();
+  std::vector<pid_t> holder_pids() const;
 
   std::string dir_;
   DirKind kind_;
   std::string path_;
+  LockMode mode_;
   UniqueFd fd_;
 };
 

@@ -96,7 +96,8 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker) {
     } else {
       const Nanos now = monotonic_now();
       if (now >= next_tick_at) {
-        next_tick_at = now + ticker->tick(child);
+        const Nanos wait = ticker->tick(child);
+        next_tick_at = wait == infinite_duration ? infinite_duration : now + wait;
         continue;
       }
       const timespec ts = to_timespec(next_tick_at - now);

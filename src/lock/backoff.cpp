@@ -1,0 +1,37 @@
+#include "lock/backoff.hpp"
+
+#include "util/clock.hpp"
+#include "util/random.hpp"
+
+#include <algorithm>
+
+namespace bufferlock {
+
+Nanos Backoff::next() {
+  const Nanos current = std::min(step_, max_);
+  const double grown = static_cast<double>(step_.count()) * ratio_;
+  step_ = grown >= static_cast<double>(max_.count()) ? max_ : Nanos(static_cast<std::int64_t>(grown));
+  return current;
+}
+
+Nanos jittered(Nanos d, std::uint32_t random) {
+  const auto half = d.count() / 2;
+  const double fraction = static_cast<double>(random) / 4294967296.0; // [0, 1)
+  const auto spread = static_cast<std::int64_t>(static_cast<double>(d.count() - half) * fraction);
+  return Nanos(half + spread);
+}
+
+Outcome poll_until(Nanos wait, Backoff backoff, const std::function<Outcome()>& attempt,
+                   const std::function<void(Nanos)>& pause) {
+  const Nanos deadline = deadline_after(wait);
+  for (;;) {
+    Outcome outcome = attempt();
+    if (outcome.status == AcquireStatus::acquired || wait.count() <= 0) return outcome;
+    const Nanos now = monotonic_now();
+    if (now >= deadline) return outcome;
+    const Nanos sleep = std::min(jittered(backoff.next(), random_u32()), deadline - now);
+    pause(std::max(sleep, Nanos(1000)));
+  }
+}
+
+} // namespace bufferlock

@@ -1,0 +1,212 @@
+#include "lock/redis_lock.hpp"
+
+#include "lock/backoff.hpp"
+#include "messages.hpp"
+#include "redis/scripts.hpp"
+#include "util/clock.hpp"
+#include "util/files.hpp"
+#include "util/md5.hpp"
+#include "util/random.hpp"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+namespace bufferlock {
+
+namespace {
+
+// How long a release's wake-up stays for a waiter that is between its try and
+// its BLPOP; after that, waiters fall back to polling anyway.
+constexpr std::string_view wake_ttl_ms = "2000";
+
+std::string seconds_text(Nanos d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(d.count()) / 1e9);
+  return buf;
+}
+
+} // namespace
+
+std::string redis_lock_key(const RedisSettings& settings, std::string_view key) {
+  if (settings.hash_tag) return "{" + settings.key_prefix + "}" + md5_hex(key);
+  return settings.key_prefix + md5_hex(key);
+}
+
+long long round_to_ms(Nanos d) {
+  return std::max<long long>(1, (d.count() + 500'000) / 1'000'000);
+}
+
+RedisLock::RedisLock(const RedisSettings& settings, std::string_view key)
+    : settings_(settings),
+      display_key_(display_key(key)),
+      key_(redis_lock_key(settings, key)),
+      wake_key_(key_ + ":wake"),
+      ttl_ms_(std::to_string(round_to_ms(settings.ttl))) {}
+
+RedisResult<RedisConnection*> RedisLock::connection() {
+  if (conn_ && !conn_->broken()) return &*conn_;
+  conn_.reset();
+  auto opened = RedisConnection::open(settings_.url, settings_.password,
+                                      {settings_.connect_timeout, settings_.io_timeout});
+  if (auto* e = std::get_if<RedisError>(&opened)) return *e;
+  conn_.emplace(std::move(std::get<RedisConnection>(opened)));
+  return &*conn_;
+}
+
+void RedisLock::drop_connection_after(const RedisError& e) {
+  // hiredis errors are sticky; a server error leaves the connection usable.
+  if (e.kind != RedisError::Kind::server) conn_.reset();
+}
+
+Outcome RedisLock::try_once() {
+  auto conn = connection();
+  auto failed = [&](const RedisError& e) {
+    drop_connection_after(e);
+    return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}));
+  };
+  if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
+  auto reply = run_script(*std::get<RedisConnection*>(conn), acquire_script, key_, wake_key_, token_, ttl_ms_);
+  if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") return Outcome::acquired();
+  if (r->type == REDIS_REPLY_NIL) return Outcome::busy();
+  return failed({RedisError::Kind::server, "unexpected reply to the acquire script"});
+}
+
+void RedisLock::pause(Nanos d) {
+  // A release pushes to the wake list: BLPOP returns as soon as it does,
+  // instead of when the back-off's pause is over.
+  if (wake_by_list_ && conn_ && !conn_->broken()) {
+    conn_->set_io_timeout(d + settings_.io_timeout);
+    const std::string timeout = seconds_text(std::max(d, Nanos(1'000'000)));
+    auto reply = conn_->command({"BLPOP", wake_key_, timeout});
+    conn_->set_io_timeout(settings_.io_timeout);
+    if (auto* e = std::get_if<RedisError>(&reply)) {
+      drop_connection_after(*e);
+      // A server before 6.0 takes whole seconds only: poll from now on.
+      if (e->kind == RedisError::Kind::server) wake_by_list_ = false;
+    } else {
+      return;
+    }
+  }
+  const timespec ts = to_timespec(d);
+  ::nanosleep(&ts, nullptr);
+}
+
+Outcome RedisLock::acquire(Nanos wait) {
+  if (token_.empty()) token_ = random_token();
+  if (token_.empty())
+    return Outcome::failed(message(Msg::redis_token_failed, {{"error", errno_text(errno)}}));
+  return poll_until(wait, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+                    [this] { return try_once(); }, [this](Nanos d) { pause(d); });
+}
+
+RedisResult<bool> RedisLock::release_token() {
+  auto conn = connection();
+  if (auto* e = std::get_if<RedisError>(&conn)) return *e;
+  auto reply = run_script(*std::get<RedisConnection*>(conn), release_script, key_, wake_key_, token_, wake_ttl_ms);
+  if (auto* e = std::get_if<RedisError>(&reply)) {
+    drop_connection_after(*e);
+    return *e;
+  }
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
+
+RedisResult<bool> RedisLock::extend_token() {
+  auto conn = connection();
+  if (auto* e = std::get_if<RedisError>(&conn)) return *e;
+  auto reply = run_script(*std::get<RedisConnection*>(conn), renew_script, key_, wake_key_, token_, ttl_ms_);
+  if (auto* e = std::get_if<RedisError>(&reply)) {
+    drop_connection_after(*e);
+    return *e;
+  }
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
+
+void RedisLock::release() {
+  if (lost_) return; // not ours any more: nothing to delete
+  auto released = release_token();
+  if (auto* e = std::get_if<RedisError>(&released)) {
+    diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
+  } else if (!std::get<bool>(released)) {
+    diag::debug(message(Msg::redis_released_not_ours, {{"key", display_key_}}));
+  } else {
+    diag::debug(message(Msg::lock_released, {{"key", display_key_}}));
+  }
+}
+
+LockStatus RedisLock::status() {
+  auto conn = connection();
+  auto failed = [&](const RedisError& e) {
+    drop_connection_after(e);
+    return LockStatus{LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
+  };
+  if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
+  auto reply = std::get<RedisConnection*>(conn)->command({"PTTL", key_});
+  if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  if (r->type != REDIS_REPLY_INTEGER) return failed({RedisError::Kind::server, "unexpected reply to PTTL"});
+  if (r->integer == -2) return {LockState::free, {}, {}};
+  if (r->integer == -1) return {LockState::held, " ttl=none", {}};
+  return {LockState::held, " ttl=" + seconds_text(std::chrono::milliseconds(r->integer)), {}};
+}
+
+std::string RedisLock::holder() {
+  const LockStatus s = status();
+  if (s.state != LockState::held) return {};
+  if (s.fields == " ttl=none") return "held without expiry";
+  return "held by another token, expires in " + s.fields.substr(5) + "s";
+}
+
+std::string RedisLock::where() const { return key_ + " on " + server(); }
+
+void RedisLock::export_env() const {
+  ::setenv("BUFFERLOCK_BACKEND", "redis", 1);
+  ::setenv("BUFFERLOCK_TOKEN", token_.c_str(), 1);
+  ::setenv("BUFFERLOCK_REDIS_KEY", key_.c_str(), 1);
+}
+
+std::optional<Ticker> RedisLock::keepalive() {
+  const Nanos interval = std::max(settings_.ttl / 3, Nanos(1'000'000));
+  return Ticker{interval, [this](pid_t child) { return renew(child); }};
+}
+
+Nanos RedisLock::renew(pid_t child) {
+  const Nanos interval = std::max(settings_.ttl / 3, Nanos(1'000'000));
+  if (lost_) {
+    // The only thing left to do: SIGKILL a command that ignored SIGTERM.
+    if (kill_pending_) {
+      diag::warn(message(Msg::redis_lock_lost_kill));
+      ::kill(child, SIGKILL);
+      kill_pending_ = false;
+    }
+    return infinite_duration;
+  }
+  auto renewed = extend_token();
+  if (auto* e = std::get_if<RedisError>(&renewed)) {
+    // Keep trying: the lock survives a short outage as long as its TTL runs.
+    if (!renew_error_reported_)
+      diag::warn(message(Msg::redis_renew_failed, {{"server", server()}, {"error", e->text}}));
+    renew_error_reported_ = true;
+    return interval;
+  }
+  renew_error_reported_ = false;
+  if (std::get<bool>(renewed)) return interval;
+  lost_ = true;
+  if (settings_.on_lost == OnLost::warn) {
+    diag::warn(message(Msg::redis_lock_lost, {{"key", display_key_}, {"server", server()}}));
+    return infinite_duration;
+  }
+  diag::warn(message(Msg::redis_lock_lost_term, {{"key", display_key_}, {"server", server()}}));
+  ::kill(child, SIGTERM);
+  kill_pending_ = true;
+  return settings_.kill_after;
+}
+
+} // namespace bufferlock

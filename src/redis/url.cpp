@@ -1,0 +1,175 @@
+#include "redis/url.hpp"
+
+#include <climits>
+
+namespace bufferlock {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding (%40 -> '@'); nullopt for a broken escape.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+// A decimal number in [min, max]; nullopt otherwise.
+std::optional<int> number(std::string_view s, int min, int max) {
+  if (s.empty() || s.size() > 10) return std::nullopt;
+  long long v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (v < min || v > max) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+bool has_control_or_space(std::string_view s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return true;
+  return false;
+}
+
+std::variant<RedisUrl, UrlError> parse_tcp(std::string_view rest) {
+  RedisUrl url;
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  if (authority.find('?') != std::string_view::npos || path.find('?') != std::string_view::npos)
+    return UrlError{"query parameters are not supported in redis:// URLs"};
+
+  const std::size_t at = authority.rfind('@');
+  if (at != std::string_view::npos) {
+    const std::string_view userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    const std::size_t colon = userinfo.find(':');
+    auto user = percent_decode(userinfo.substr(0, colon));
+    if (!user) return UrlError{"bad %-escape in the user name"};
+    url.user = *user;
+    if (colon != std::string_view::npos) {
+      auto password = percent_decode(userinfo.substr(colon + 1));
+      if (!password) return UrlError{"bad %-escape in the password"};
+      url.password = *password;
+    }
+  }
+
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return UrlError{"unclosed '[' in the host"};
+    url.host = std::string(authority.substr(1, close - 1));
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return UrlError{"unexpected text after the host"};
+      port_text = after.substr(1);
+      if (port_text.empty()) return UrlError{"empty port"};
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    url.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) return UrlError{"empty port"};
+    }
+  }
+  if (url.host.empty()) return UrlError{"no host"};
+  if (has_control_or_space(url.host)) return UrlError{"bad character in the host"};
+  if (!port_text.empty()) {
+    auto port = number(port_text, 1, 65535);
+    if (!port) return UrlError{"the port must be a number from 1 to 65535"};
+    url.port = *port;
+  }
+  if (!path.empty()) {
+    auto db = number(path, 0, INT_MAX);
+    if (!db) return UrlError{"the database must be a number, as in redis://host:6379/0"};
+    url.db = *db;
+  }
+  return url;
+}
+
+std::variant<RedisUrl, UrlError> parse_unix(std::string_view rest) {
+  RedisUrl url;
+  url.transport = RedisUrl::Transport::unix_socket;
+  const std::size_t q = rest.find('?');
+  const std::string_view path = rest.substr(0, q);
+  if (path.empty() || path.front() != '/')
+    return UrlError{"a unix socket URL needs an absolute path, as in unix:///run/redis.sock"};
+  auto decoded = percent_decode(path);
+  if (!decoded) return UrlError{"bad %-escape in the socket path"};
+  url.socket_path = *decoded;
+  if (q != std::string_view::npos) {
+    const std::string_view query = rest.substr(q + 1);
+    if (query.substr(0, 3) != "db=") return UrlError{"the only query parameter is db=N"};
+    auto db = number(query.substr(3), 0, INT_MAX);
+    if (!db) return UrlError{"db= must be a number"};
+    url.db = *db;
+  }
+  return url;
+}
+
+} // namespace
+
+std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
+  const std::size_t sep = text.find("://");
+  if (sep == std::string_view::npos)
+    return UrlError{"expected redis://HOST[:PORT][/DB] or unix:///PATH[?db=N]"};
+  std::string scheme(text.substr(0, sep));
+  for (auto& c : scheme) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  const std::string_view rest = text.substr(sep + 3);
+  if (scheme == "redis") return parse_tcp(rest);
+  if (scheme == "unix") return parse_unix(rest);
+  if (scheme == "rediss") return UrlError{"TLS (rediss://) is not supported yet"};
+  return UrlError{"unknown scheme '" + scheme + "://', expected redis:// or unix://"};
+}
+
+std::string redact_url(std::string_view text) {
+  const std::size_t sep = text.find("://");
+  const std::size_t start = sep == std::string_view::npos ? 0 : sep + 3;
+  const std::size_t end = text.find('/', start);
+  const std::string_view authority = text.substr(start, end == std::string_view::npos ? end : end - start);
+  const std::size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(text);
+  const std::size_t colon = authority.find(':');
+  if (colon == std::string_view::npos || colon > at) return std::string(text);
+  std::string out(text.substr(0, start + colon + 1));
+  out += "***";
+  out += text.substr(start + at);
+  return out;
+}
+
+std::string RedisUrl::display() const {
+  if (transport == Transport::unix_socket) {
+    std::string s = "unix://" + socket_path;
+    if (db != 0) s += "?db=" + std::to_string(db);
+    return s;
+  }
+  std::string s;
+  if (!user.empty()) s.append(user).append("@");
+  const bool ipv6 = host.find(':') != std::string::npos;
+  if (ipv6) s.append("[");
+  s.append(host);
+  if (ipv6) s.append("]");
+  s.append(":").append(std::to_string(port)).append("/").append(std::to_string(db));
+  return s;
+}
+
+} // namespace bufferlock

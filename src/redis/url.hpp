@@ -1,0 +1,38 @@
+// Redis server addresses (SPEC §3):
+//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     unix:///PATH/TO/SOCKET[?db=N]
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace bufferlock {
+
+struct RedisUrl {
+  enum class Transport { tcp, unix_socket };
+  Transport transport = Transport::tcp;
+  std::string host;        // tcp; brackets of an IPv6 address removed
+  int port = 6379;         // tcp
+  std::string socket_path; // unix_socket
+  int db = 0;
+  std::string user;                    // empty: the default user
+  std::optional<std::string> password; // from the URL, percent-decoded
+
+  // The server as messages name it, never with the password: "127.0.0.1:6379/0",
+  // "unix:///run/redis.sock?db=2", "user@host:6379/0".
+  std::string display() const;
+};
+
+// What went wrong with a URL, for a usage error.
+struct UrlError {
+  std::string reason;
+};
+
+std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text);
+
+// `text` (any string given as a URL, parseable or not) with the password
+// part of its user information replaced by "***".
+std::string redact_url(std::string_view text);
+
+} // namespace bufferlock
