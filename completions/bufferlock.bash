@@ -1,0 +1,170 @@
+# bash completion for bufferlock(1)                          -*- shell-script -*-
+#
+# Needs the bash-completion package (_init_completion, _filedir,
+# _command_offset). Installed as .../bash-completion/completions/bufferlock.bash,
+# it is loaded on demand the first time "bufferlock <TAB>" is completed.
+#
+# The command line is read the way bufferlock reads it: an optional
+# subcommand first, then options, then KEY (the first word that is not an
+# option, or the word after "--"), then the command, which is completed as a
+# command line of its own.
+
+# Options that take a value, as separate words (-w 5, --wait 5).
+_bufferlock_takes_value()
+{
+    case $1 in
+        -d | --dir | -w | --wait | --timeout | -E | --busy-exit | \
+            --conflict-exit-code | --error-exit | -c | --command)
+            return 0
+            ;;
+    esac
+    return 1
+}
+
+_bufferlock()
+{
+    local cur prev words cword split
+    # -n : keeps KEYs such as "deploy:prod" in one word; -s splits --opt=value.
+    _init_completion -s -n : || return
+
+    local subcommands="run status"
+    local run_opts="-d --dir -n --nonblock -w --wait --timeout
+        -E --busy-exit --conflict-exit-code --error-exit --fail-open
+        -c --command -s --shared -o --close -F --no-fork
+        -v --verbose -q --quiet -h --help -V --version"
+    local status_opts="-d --dir -s --shared
+        -E --busy-exit --conflict-exit-code --error-exit
+        -v --verbose -q --quiet -h --help -V --version"
+
+    # Walk the words before the cursor: subcommand, options, KEY.
+    local sub=run i=1 key_at=0 shell_before_key=false end_of_options=false
+    if ((cword > 1)); then
+        case ${words[1]} in
+            run | status)
+                sub=${words[1]}
+                i=2
+                ;;
+        esac
+    fi
+    local w j c
+    while ((i < cword)); do
+        w=${words[i]}
+        if [[ $w == -- ]]; then
+            ((i + 1 < cword)) && key_at=$((i + 1))
+            end_of_options=true
+            break
+        elif [[ $w == --?* ]]; then
+            [[ $w == --command || $w == --command=* ]] && shell_before_key=true
+            [[ $w != *=* ]] && _bufferlock_takes_value "$w" && ((i++))
+        elif [[ $w == -?* ]]; then
+            # A cluster of short options: -nv, -w5, -dDIR, -nw 5.
+            for ((j = 1; j < ${#w}; j++)); do
+                c=${w:j:1}
+                if _bufferlock_takes_value "-$c"; then
+                    [[ $c == c ]] && shell_before_key=true
+                    ((j == ${#w} - 1)) && ((i++))
+                    break
+                fi
+            done
+        else
+            key_at=$i
+            break
+        fi
+        ((i++))
+    done
+
+    if ((key_at > 0)); then
+        # Past KEY: nothing more for status, or the command for run.
+        [[ $sub == status || $shell_before_key == true ]] && return
+        local cmd_at=$((key_at + 1))
+        if ((cword == cmd_at)) && [[ $cur == -* ]]; then
+            _bufferlock_reply '-- -c --command'
+            return
+        fi
+        case ${words[cmd_at]} in
+            --) ((cmd_at++)) ;;
+            -c | --command) return ;; # the shell command: free text
+            --command=*) return ;;
+        esac
+        ((cword < cmd_at)) && return
+        _bufferlock_command_offset "$cmd_at"
+        return
+    fi
+
+    # Before KEY: the KEY itself (free text), an option's value, an option,
+    # or a subcommand.
+    $end_of_options && return
+
+    # The option whose value is at the cursor: --dir DIR, --dir=DIR, -d DIR,
+    # or the last letter of a cluster such as -nw 5.
+    local value_of=$prev
+    if [[ $prev == -[!-]?* ]] && ! $split; then
+        value_of=-${prev: -1}
+        # -w5 x: the cluster already had its value.
+        for ((j = 1; j < ${#prev} - 1; j++)); do
+            _bufferlock_takes_value "-${prev:j:1}" && value_of=
+        done
+    fi
+    case $value_of in
+        -d | --dir)
+            _filedir -d
+            return
+            ;;
+        -w | --wait | --timeout)
+            _bufferlock_reply 'inf 0 0.5 1 5 10 30 60 250ms 2m 10m 1h'
+            return
+            ;;
+        -E | --busy-exit | --conflict-exit-code)
+            _bufferlock_reply '75 0 1'
+            return
+            ;;
+        --error-exit)
+            _bufferlock_reply '69 0 1'
+            return
+            ;;
+        -c | --command)
+            return # a shell command: free text
+            ;;
+    esac
+    $split && return
+
+    if [[ $cur == -* ]]; then
+        if [[ $sub == status ]]; then
+            _bufferlock_reply "$status_opts"
+        else
+            _bufferlock_reply "$run_opts"
+        fi
+        return
+    fi
+    # A subcommand only as the first word; a KEY is free text.
+    ((cword == 1)) && _bufferlock_reply "$subcommands"
+}
+
+# COMPREPLY = the words of $1 that begin with $cur.
+_bufferlock_reply()
+{
+    mapfile -t COMPREPLY < <(compgen -W "$1" -- "$cur")
+}
+
+# _command_offset counts in COMP_WORDS, where "deploy:prod" is three words;
+# words (from _init_completion -n :) has it as one. Map words index $1 to
+# the COMP_WORDS index where that word starts, then complete from there.
+_bufferlock_command_offset()
+{
+    local target=$1 k=0 n=0 acc
+    while ((k < target && n < ${#COMP_WORDS[@]})); do
+        acc=${COMP_WORDS[n]}
+        ((n++))
+        while [[ $acc != "${words[k]}" && ${words[k]} == "$acc"* ]] &&
+            ((n < ${#COMP_WORDS[@]})); do
+            acc+=${COMP_WORDS[n]}
+            ((n++))
+        done
+        ((k++))
+    done
+    _command_offset "$n"
+}
+
+complete -F _bufferlock bufferlock
+
+# ex: filetype=sh
