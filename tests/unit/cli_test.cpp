@@ -182,3 +182,41 @@ TEST(Cli, StatusAndTheRedisOnlySubcommands) {
   EXPECT_NE(usage_error({"extend", "k", "tok"}).find("redis"), std::string::npos);
   EXPECT_EQ(parse({"release", "-r", "redis://h", "k", "tok"}).token, "tok");
 }
+
+TEST(Cli, RedisUrlPasswordAndEnvironment) {
+  Env env{{{"BUFFERLOCK_REDIS", "redis://h:7000/2"},
+           {"BUFFERLOCK_REDIS_PASSWORD", "from-env"},
+           {"REDISCLI_AUTH", "from-cli"},
+           {"BUFFERLOCK_TTL", "5"},
+           {"BUFFERLOCK_NAMESPACE", "app:"}}};
+  const Options o = parse({"k", "true"}, env);
+  EXPECT_EQ(o.backend, Backend::redis);
+  EXPECT_EQ(o.redis.url.port, 7000);
+  EXPECT_EQ(o.redis.url.db, 2);
+  EXPECT_EQ(o.redis.password, "from-env");
+  EXPECT_EQ(o.redis.ttl, Nanos(5s));
+  EXPECT_EQ(o.redis.key_prefix, "app:");
+  EXPECT_EQ(parse({"--ttl", "7", "k", "true"}, env).redis.ttl, Nanos(7s)); // the option wins
+  EXPECT_EQ(parse({"-r", "redis://:in-url@h", "k", "true"}, env).redis.password, "in-url");
+  Env cli_only{{{"REDISCLI_AUTH", "from-cli"}}};
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}, cli_only).redis.password, "from-cli");
+  Env bad_ttl{{{"BUFFERLOCK_TTL", "0"}}};
+  EXPECT_NE(usage_error({"-r", "redis://h", "k", "true"}, bad_ttl).find("BUFFERLOCK_TTL"), std::string::npos);
+}
+
+TEST(Cli, RedisUrlErrorsNeverShowThePassword) {
+  const std::string e = usage_error({"-r", "redis://u:hunter2@h:99999", "k", "true"});
+  EXPECT_EQ(e.find("hunter2"), std::string::npos);
+  EXPECT_NE(e.find("***"), std::string::npos);
+  EXPECT_NE(usage_error({"-r", "rediss://h", "k", "true"}).find("TLS"), std::string::npos);
+}
+
+TEST(Cli, RedisTimingOptionsMustBePositive) {
+  for (const char* opt : {"--connect-timeout", "--io-timeout", "--step", "--max-step"})
+    EXPECT_NE(usage_error({"-r", "redis://h", opt, "0", "k", "true"}), "(no error)") << opt;
+  for (const char* ratio : {"0.5", "x", "2s", "-2"})
+    EXPECT_NE(usage_error({"-r", "redis://h", "--ratio", ratio, "k", "true"}), "(no error)") << ratio;
+  EXPECT_EQ(parse({"-r", "redis://h", "--ratio", "1.5", "k", "true"}).redis.ratio, 1.5);
+  EXPECT_NE(usage_error({"-r", "redis://h", "--on-lost", "panic", "k", "true"}), "(no error)");
+  EXPECT_EQ(parse({"-r", "redis://h", "--on-lost", "term", "k", "true"}).redis.on_lost, OnLost::term);
+}

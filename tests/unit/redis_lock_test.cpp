@@ -1,0 +1,113 @@
+#include "lock/backoff.hpp"
+#include "lock/redis_lock.hpp"
+#include "redis/scripts.hpp"
+#include "util/random.hpp"
+
+#include <openssl/sha.h>
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace bufferlock;
+using namespace std::chrono_literals;
+
+namespace {
+std::string sha1_hex(std::string_view text) {
+  unsigned char d[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += hex[c >> 4];
+    out += hex[c & 0xf];
+  }
+  return out;
+}
+} // namespace
+
+TEST(RedisScripts, PinnedDigestsMatchTheSources) {
+  for (const RedisScript* s : {&acquire_script, &release_script, &renew_script})
+    EXPECT_EQ(s->sha1, sha1_hex(s->source)) << s->source;
+}
+
+TEST(RedisLockKey, LayoutOfSpec) {
+  RedisSettings s;
+  EXPECT_EQ(redis_lock_key(s, "abc"), "buffer:lock:900150983cd24fb0d6963f7d28e17f72");
+  s.hash_tag = true;
+  EXPECT_EQ(redis_lock_key(s, "abc"), "{buffer:lock:}900150983cd24fb0d6963f7d28e17f72");
+  s.key_prefix = "app:";
+  EXPECT_EQ(redis_lock_key(s, ""), "{app:}d41d8cd98f00b204e9800998ecf8427e");
+}
+
+TEST(RedisTtl, RoundsToTheNearestMillisecond) {
+  EXPECT_EQ(round_to_ms(60s), 60000);
+  EXPECT_EQ(round_to_ms(1500us), 2);
+  EXPECT_EQ(round_to_ms(1499us), 1);
+  EXPECT_EQ(round_to_ms(500us), 1); // never 0: PX 0 is an error
+}
+
+TEST(Backoff, GrowsByRatioUpToTheCap) {
+  Backoff b(1ms, 2.0, 10ms);
+  EXPECT_EQ(b.next(), Nanos(1ms));
+  EXPECT_EQ(b.next(), Nanos(2ms));
+  EXPECT_EQ(b.next(), Nanos(4ms));
+  EXPECT_EQ(b.next(), Nanos(8ms));
+  EXPECT_EQ(b.next(), Nanos(10ms));
+  EXPECT_EQ(b.next(), Nanos(10ms));
+}
+
+TEST(Backoff, StepAboveCapIsCapped) {
+  Backoff b(2s, 1.0, 500ms);
+  EXPECT_EQ(b.next(), Nanos(500ms));
+}
+
+TEST(Backoff, JitterStaysWithinHalfAndWhole) {
+  EXPECT_EQ(jittered(100ms, 0), Nanos(50ms));
+  EXPECT_LE(jittered(100ms, 0xffffffffu), Nanos(100ms));
+  EXPECT_GE(jittered(100ms, 0xffffffffu), Nanos(99ms));
+}
+
+TEST(PollUntil, ErrorsAreRetriedAndTheLastOutcomeCounts) {
+  int calls = 0;
+  std::vector<Nanos> pauses;
+  const Outcome o = poll_until(
+      50ms, Backoff(1ms, 2.0, 4ms),
+      [&] { return ++calls % 2 ? Outcome::failed("down") : Outcome::busy(); },
+      [&](Nanos d) {
+        pauses.push_back(d);
+        const timespec ts{0, static_cast<long>(d.count())};
+        nanosleep(&ts, nullptr);
+      });
+  EXPECT_GT(calls, 3);
+  EXPECT_EQ(o.status, calls % 2 ? AcquireStatus::error : AcquireStatus::busy);
+  for (Nanos p : pauses) EXPECT_LE(p, Nanos(4ms));
+}
+
+TEST(PollUntil, NoWaitMeansOneTry) {
+  int calls = 0;
+  const Outcome o = poll_until(
+      Nanos(0), Backoff(1ms, 2.0, 4ms), [&] { ++calls; return Outcome::busy(); }, [](Nanos) {});
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(o.status, AcquireStatus::busy);
+}
+
+TEST(PollUntil, StopsAtAcquired) {
+  int calls = 0;
+  const Outcome o = poll_until(
+      1s, Backoff(1ms, 2.0, 4ms), [&] { return ++calls == 3 ? Outcome::acquired() : Outcome::busy(); },
+      [](Nanos) {});
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(o.status, AcquireStatus::acquired);
+}
+
+TEST(Random, TokensAreFreshLowercaseHex) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 100; ++i) {
+    const std::string t = random_token();
+    ASSERT_EQ(t.size(), 32u);
+    EXPECT_EQ(t.find_first_not_of("0123456789abcdef"), std::string::npos);
+    seen.insert(t);
+  }
+  EXPECT_EQ(seen.size(), 100u);
+}

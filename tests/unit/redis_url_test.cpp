@@ -1,0 +1,78 @@
+#include "redis/url.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace bufferlock;
+
+namespace {
+RedisUrl good(const char* text) {
+  auto r = parse_redis_url(text);
+  EXPECT_TRUE(std::holds_alternative<RedisUrl>(r)) << text << ": " << std::get<UrlError>(r).reason;
+  return std::holds_alternative<RedisUrl>(r) ? std::get<RedisUrl>(r) : RedisUrl{};
+}
+std::string bad(const char* text) {
+  auto r = parse_redis_url(text);
+  EXPECT_TRUE(std::holds_alternative<UrlError>(r)) << text;
+  return std::holds_alternative<UrlError>(r) ? std::get<UrlError>(r).reason : "";
+}
+} // namespace
+
+TEST(RedisUrl, Defaults) {
+  const RedisUrl u = good("redis://localhost");
+  EXPECT_EQ(u.transport, RedisUrl::Transport::tcp);
+  EXPECT_EQ(u.host, "localhost");
+  EXPECT_EQ(u.port, 6379);
+  EXPECT_EQ(u.db, 0);
+  EXPECT_EQ(u.user, "");
+  EXPECT_FALSE(u.password);
+  EXPECT_EQ(good("redis://h/").db, 0);
+}
+
+TEST(RedisUrl, PortDbUserPassword) {
+  const RedisUrl u = good("redis://alice:s3cr%40t@10.0.0.1:6380/3");
+  EXPECT_EQ(u.host, "10.0.0.1");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(u.db, 3);
+  EXPECT_EQ(u.user, "alice");
+  EXPECT_EQ(u.password, "s3cr@t");
+  const RedisUrl p = good("redis://:only-pass@h");
+  EXPECT_EQ(p.user, "");
+  EXPECT_EQ(p.password, "only-pass");
+  EXPECT_EQ(good("REDIS://h:1").port, 1);
+}
+
+TEST(RedisUrl, Ipv6) {
+  const RedisUrl u = good("redis://[::1]:7000/2");
+  EXPECT_EQ(u.host, "::1");
+  EXPECT_EQ(u.port, 7000);
+  EXPECT_EQ(u.display(), "[::1]:7000/2");
+}
+
+TEST(RedisUrl, UnixSocket) {
+  const RedisUrl u = good("unix:///run/redis/redis.sock?db=4");
+  EXPECT_EQ(u.transport, RedisUrl::Transport::unix_socket);
+  EXPECT_EQ(u.socket_path, "/run/redis/redis.sock");
+  EXPECT_EQ(u.db, 4);
+  EXPECT_EQ(u.display(), "unix:///run/redis/redis.sock?db=4");
+  EXPECT_EQ(good("unix:///tmp/r.sock").db, 0);
+}
+
+TEST(RedisUrl, BadUrls) {
+  EXPECT_NE(bad("rediss://h").find("TLS"), std::string::npos);
+  for (const char* text : {"redis://", "redis://h:", "redis://h:0", "redis://h:65536", "redis://h:x",
+                           "redis://h/x", "redis://h/-1", "redis://h:6379/0?x=1", "http://h", "h:6379",
+                           "", "redis://[::1", "redis://[::1]x", "redis://a b", "unix://relative",
+                           "unix://", "unix:///s?db=x", "unix:///s?foo=1", "redis://u:%zz@h",
+                           "redis://h/99999999999"}) {
+    bad(text);
+  }
+}
+
+TEST(RedisUrl, RedactionHidesPasswordsOnly) {
+  EXPECT_EQ(redact_url("redis://alice:s3cret@h:1/0"), "redis://alice:***@h:1/0");
+  EXPECT_EQ(redact_url("redis://:p@ss@h"), "redis://:***@h");
+  EXPECT_EQ(redact_url("redis://alice@h"), "redis://alice@h");
+  EXPECT_EQ(redact_url("redis://h:6379"), "redis://h:6379");
+  EXPECT_EQ(redact_url("garbage:pw@host"), "garbage:***@host");
+  EXPECT_EQ(good("redis://alice:pw@h").display(), "alice@h:6379/0");
+}
