@@ -1,9 +1,10 @@
 #include "app.hpp"
 
+#include "cache/recipe.hpp"
 #include "cli.hpp"
 #include "exit_codes.hpp"
 #include "help.hpp"
-#include "lock/file_lock.hpp"
+#include "lock/acquire.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
@@ -36,24 +37,6 @@ int write_stdout(std::string_view text) {
   return exit_code::ok;
 }
 
-std::unique_ptr<Lock> make_lock(const Options& o) {
-  if (o.backend == Backend::redis) {
-    // hiredis writes with write(2): a server that went away must give EPIPE,
-    // not kill us. Blocked rather than ignored, so that the command (whose
-    // mask is emptied) sees SIGPIPE as the caller left it.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
-    return std::make_unique<RedisLock>(o.redis, o.key);
-  }
-  const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
-  if (o.dir.empty())
-    return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")),
-                                      DirKind::private_default, o.key, mode);
-  return std::make_unique<FileLock>(o.dir, DirKind::user_given, o.key, mode);
-}
-
 void export_key(const Options& o) {
   if (o.key.size() <= max_env_key) ::setenv("BUFFERLOCK_KEY", o.key.c_str(), 1);
   else ::unsetenv("BUFFERLOCK_KEY");
@@ -81,52 +64,8 @@ int run_command(const Options& o, Lock* lock) {
   return status;
 }
 
-void report_busy(const Options& o, Lock& lock, Nanos waited) {
-  if (!diag::verbose()) return;
-  const std::string holder = lock.holder();
-  const std::string key = display_key(o.key);
-  if (o.wait.count() > 0) {
-    const std::string secs = format_seconds(waited);
-    diag::debug(holder.empty() ? message(Msg::lock_timeout, {{"key", key}, {"seconds", secs}})
-                               : message(Msg::lock_timeout_holder,
-                                         {{"key", key}, {"seconds", secs}, {"holder", holder}}));
-  } else {
-    diag::debug(holder.empty() ? message(Msg::lock_busy, {{"key", key}})
-                               : message(Msg::lock_busy_holder, {{"key", key}, {"holder", holder}}));
-  }
-}
-
-enum class Taken { locked, unlocked, stop };
-
-// Takes the lock as the options say. `stop` sets `exit_status` (busy, error);
-// `unlocked` is an error under --fail-open: the command runs without the lock.
-Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
-  const Nanos start = monotonic_now();
-  const Outcome outcome = lock.acquire(o.wait);
-  switch (outcome.status) {
-  case AcquireStatus::acquired:
-    diag::debug(message(Msg::lock_acquired, {{"key", display_key(o.key)},
-                                             {"path", lock.where()},
-                                             {"seconds", format_seconds(monotonic_now() - start)}}));
-    return Taken::locked;
-  case AcquireStatus::busy:
-    report_busy(o, lock, monotonic_now() - start);
-    exit_status = o.busy_exit;
-    return Taken::stop;
-  case AcquireStatus::error:
-    if (o.fail_open && (o.command == Command::run || o.command == Command::cache)) {
-      diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
-      return Taken::unlocked;
-    }
-    diag::error(outcome.error);
-    exit_status = o.error_exit;
-    return Taken::stop;
-  }
-  return Taken::stop;
-}
-
 int cmd_run(const Options& o) {
-  const std::unique_ptr<Lock> lock = make_lock(o);
+  const std::unique_ptr<Lock> lock = make_lock(o, {});
   int exit_status = o.error_exit;
   const Taken taken = take_lock(o, *lock, exit_status);
   if (taken == Taken::stop) return exit_status;
@@ -140,7 +79,7 @@ int cmd_run(const Options& o) {
 }
 
 int cmd_status(const Options& o) {
-  const std::unique_ptr<Lock> lock = make_lock(o);
+  const std::unique_ptr<Lock> lock = make_lock(o, {});
   const LockStatus s = lock->status();
   switch (s.state) {
   case LockState::free: return write_stdout("free\n") == 0 ? exit_code::ok : o.error_exit;
@@ -151,7 +90,7 @@ int cmd_status(const Options& o) {
 }
 
 int cmd_acquire(const Options& o) {
-  auto lock = make_lock(o);
+  auto lock = make_lock(o, {});
   auto& redis = static_cast<RedisLock&>(*lock);
   int exit_status = o.error_exit;
   if (take_lock(o, redis, exit_status) != Taken::locked) return exit_status;
@@ -163,7 +102,7 @@ int cmd_acquire(const Options& o) {
 }
 
 int cmd_release_or_extend(const Options& o) {
-  auto lock = make_lock(o);
+  auto lock = make_lock(o, {});
   auto& redis = static_cast<RedisLock&>(*lock);
   redis.use_token(o.token);
   const bool release = o.command == Command::release;
@@ -198,8 +137,7 @@ int app_main(int argc, char** argv) {
     case Command::acquire: return cmd_acquire(o);
     case Command::release:
     case Command::extend: return cmd_release_or_extend(o);
-    case Command::cache:
-      throw UsageError(message(Msg::usage_subcommand_unavailable, {{"command", "cache"}}));
+    case Command::cache: return cache_main(o);
     }
   } catch (const UsageError& e) {
     diag::error(message(Msg::usage_hint, {{"error", e.what()}}));

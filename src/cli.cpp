@@ -16,10 +16,12 @@ enum class Opt {
   // redis only
   ttl, key_prefix, hash_tag, connect_timeout, io_timeout, step, ratio, max_step, on_lost,
   kill_after,
+  // cache only
+  cache_dir, max_age, stale, background, stale_if_error, drop, gc,
 };
 
 enum class Arity { flag, value };
-enum class Scope { any, redis };
+enum class Scope { any, redis, cache };
 
 struct OptionSpec {
   Opt id;
@@ -29,7 +31,7 @@ struct OptionSpec {
   Scope scope;
 };
 
-constexpr std::array<OptionSpec, 25> option_table = {{
+constexpr std::array<OptionSpec, 32> option_table = {{
     {Opt::dir, 'd', {"dir"}, Arity::value, Scope::any},
     {Opt::redis, 'r', {"redis"}, Arity::value, Scope::any},
     {Opt::nonblock, 'n', {"nonblock", "nb"}, Arity::flag, Scope::any},
@@ -55,6 +57,13 @@ constexpr std::array<OptionSpec, 25> option_table = {{
     {Opt::max_step, 0, {"max-step"}, Arity::value, Scope::redis},
     {Opt::on_lost, 0, {"on-lost"}, Arity::value, Scope::redis},
     {Opt::kill_after, 0, {"kill-after"}, Arity::value, Scope::redis},
+    {Opt::cache_dir, 0, {"cache-dir"}, Arity::value, Scope::cache},
+    {Opt::max_age, 0, {"max-age"}, Arity::value, Scope::cache},
+    {Opt::stale, 0, {"stale"}, Arity::value, Scope::cache},
+    {Opt::background, 0, {"background"}, Arity::flag, Scope::cache},
+    {Opt::stale_if_error, 0, {"stale-if-error"}, Arity::flag, Scope::cache},
+    {Opt::drop, 0, {"drop"}, Arity::flag, Scope::cache},
+    {Opt::gc, 0, {"gc"}, Arity::flag, Scope::cache},
 }};
 
 constexpr std::array<std::string_view, 6> subcommands = {"run",     "cache",   "status",
@@ -123,6 +132,8 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
   Options& o = p.opts;
   p.given[static_cast<std::size_t>(&spec - option_table.data())] = true;
   if (spec.scope == Scope::redis && p.first_redis_option.empty()) p.first_redis_option = typed;
+  if (spec.scope == Scope::cache && o.command != Command::cache)
+    usage(Msg::usage_cache_option, {{"option", typed}});
   switch (spec.id) {
   case Opt::dir:
     if (value.empty()) usage(Msg::usage_empty_dir);
@@ -169,6 +180,16 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
     o.redis.ratio = static_cast<double>(as_ns->count()) / 1e9;
     break;
   }
+  case Opt::cache_dir:
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    o.cache.dir = std::string(value);
+    break;
+  case Opt::max_age: o.cache.max_age = duration_value(typed, value); break;
+  case Opt::stale: o.cache.stale = duration_value(typed, value); break;
+  case Opt::background: o.cache.background = true; break;
+  case Opt::stale_if_error: o.cache.stale_if_error = true; break;
+  case Opt::drop: o.cache.drop = true; break;
+  case Opt::gc: o.cache.gc = true; break;
   case Opt::on_lost:
     if (value == "warn") o.redis.on_lost = OnLost::warn;
     else if (value == "term") o.redis.on_lost = OnLost::term;
@@ -291,6 +312,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     if (env_dir) p.dir = env_dir;
     if (env_redis) p.redis_url = env_redis;
   }
+  o.backend_chosen = p.dir || p.redis_url;
   if (p.redis_url) {
     o.backend = Backend::redis;
     o.redis.url_text = *p.redis_url;
@@ -323,6 +345,8 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     auto d = parse_duration(env_wait, AllowInfinite::yes);
     if (!d) usage(Msg::usage_bad_env, {{"option", "BUFFERLOCK_WAIT"}, {"value", env_wait}});
     o.wait = *d;
+  } else if (o.command == Command::cache) {
+    o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
   }
 }
 
@@ -352,11 +376,29 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   i = parse_options(p, argc, argv, i, explicit_command);
   Options& o = p.opts;
   if (o.command == Command::help || o.command == Command::version) return o;
+  if (o.command == Command::cache) {
+    if (o.cache.dir.empty())
+      if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
+    const CacheSettings& c = o.cache;
+    if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
+    if (c.stale && !c.max_age) usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
+    if (c.background && !c.stale) usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
+    if (c.gc) {
+      if (p.have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      return o;
+    }
+  }
   if (!p.have_key) usage(Msg::lock_key_undefined);
 
   switch (o.command) {
-  case Command::run:
-  case Command::cache: parse_command_words(p, argc, argv, i); break;
+  case Command::cache:
+    if (o.cache.drop) {
+      if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});
+      break;
+    }
+    parse_command_words(p, argc, argv, i);
+    break;
+  case Command::run: parse_command_words(p, argc, argv, i); break;
   case Command::status:
   case Command::acquire:
     if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});

@@ -41,6 +41,9 @@ namespace bufferlock {
   X(usage_subcommand_unavailable, "'bufferlock %{command}' is not part of this build")               \
   X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                               \
   X(usage_bad_token, "invalid TOKEN '%{value}': expected the token 'bufferlock acquire' printed")  \
+  X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                            \
+  X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                 \
+  X(usage_option_needs, "%{option} needs %{value}")                                                \
   X(usage_hint, "%{error} (see 'bufferlock --help')")                                              \
   X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                      \
   X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                  \
@@ -65,7 +68,15 @@ namespace bufferlock {
   X(redis_lock_lost_term, "lost the lock '%{key}' on %{server}; sending the command SIGTERM")      \
   X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                 \
   X(redis_token_failed, "cannot make a lock token: %{error}")                                      \
-  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")
+  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")     \
+  X(cache_dir_failed, "cannot use cache directory %{path}: %{error}")                              \
+  X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                   \
+  X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                        \
+  X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                              \
+  X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry") \
+  X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry") \
+  X(cache_hit, "served '%{key}' from %{path}")                                                     \
+  X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")
 
 enum class Msg {
 #define BUFFERLOCK_MSG_ENUM(key, text) key,

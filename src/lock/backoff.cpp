@@ -27,6 +27,9 @@ Outcome poll_until(Nanos wait, Backoff backoff, const std::function<Outcome()>& 
   for (;;) {
     Outcome outcome = attempt();
     if (outcome.status == AcquireStatus::acquired || wait.count() <= 0) return outcome;
+    // Errors are retried until a deadline; a wait without one would retry a
+    // dead server for ever, so it ends at the first error.
+    if (outcome.status == AcquireStatus::error && wait == infinite_duration) return outcome;
     const Nanos now = monotonic_now();
     if (now >= deadline) return outcome;
     const Nanos sleep = std::min(jittered(backoff.next(), random_u32()), deadline - now);

@@ -30,6 +30,7 @@ Nanos jittered(Nanos d, std::uint32_t random);
 // Calls `attempt` until it acquires or `wait` has passed, pausing between
 // attempts with `pause` (which may return early, when woken). An error is
 // retried like busy (SPEC §7); when the time is up, the last outcome counts.
+// An infinite wait ends at the first error instead of retrying for ever.
 Outcome poll_until(Nanos wait, Backoff backoff, const std::function<Outcome()>& attempt,
                    const std::function<void(Nanos)>& pause);
 

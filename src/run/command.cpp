@@ -3,9 +3,13 @@
 #include "exit_codes.hpp"
 #include "messages.hpp"
 #include "util/clock.hpp"
+#include "util/fd.hpp"
 #include "util/files.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,10 +46,10 @@ int exit_status_from_wait(int wait_status) {
   return exit_code::error;
 }
 
-int run_child(const std::vector<std::string>& argv, const Ticker* ticker) {
-  // The signals are blocked before fork and then taken one by one with
-  // sigtimedwait: no handler runs, so none can race with the child's start,
-  // and the parent's loop is single-threaded (renewal ticks run in it).
+int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const OutputSink* sink) {
+  // The signals are blocked before fork and read from a signalfd: no handler
+  // runs, so none can race with the child's start, and the one loop below
+  // (single-threaded) forwards signals, pumps output and runs renewal ticks.
   sigset_t wanted, old_mask;
   sigemptyset(&wanted);
   for (int s : forwarded_signals) sigaddset(&wanted, s);
@@ -56,55 +60,83 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker) {
   struct sigaction dfl {}, old_chld {};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGCHLD, &dfl, &old_chld);
+  auto restore = [&] {
+    ::sigaction(SIGCHLD, &old_chld, nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  };
+  auto fail = [&](Msg m, int err) {
+    restore();
+    diag::error(message(m, {{"command", argv[0]}, {"error", errno_text(err)}}));
+    return exit_code::error;
+  };
+
+  UniqueFd signals(::signalfd(-1, &wanted, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals) return fail(Msg::fork_failed, errno);
+  UniqueFd out_read, out_write;
+  if (sink) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return fail(Msg::fork_failed, errno);
+    out_read.reset(fds[0]);
+    out_write.reset(fds[1]);
+  }
 
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
-  if (child < 0) {
-    const int err = errno;
-    ::sigaction(SIGCHLD, &old_chld, nullptr);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    diag::error(message(Msg::fork_failed, {{"command", argv[0]}, {"error", errno_text(err)}}));
-    return exit_code::error;
-  }
+  if (child < 0) return fail(Msg::fork_failed, errno);
   if (child == 0) {
     // Nothing renews or releases for the command once we are gone: it gets
     // SIGTERM then. The getppid check covers a parent that died before prctl.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(exit_code::signal_base + SIGTERM);
+    if (out_write && ::dup2(out_write.get(), STDOUT_FILENO) < 0) ::_exit(exit_code::error);
     ::sigaction(SIGCHLD, &old_chld, nullptr);
     sigset_t empty;
     sigemptyset(&empty);
     ::sigprocmask(SIG_SETMASK, &empty, nullptr);
     ::_exit(exec_command(argv));
   }
+  out_write.reset(); // only the child writes: EOF comes when it (and its children) close it
 
-  // Ticks are due at fixed times, so a stream of forwarded signals cannot
+  // Ticks are due at fixed times, so a stream of signals or output cannot
   // postpone a renewal.
   Nanos next_tick_at = ticker ? monotonic_now() + ticker->interval : infinite_duration;
   int status = 0;
-  for (;;) {
-    const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child) break;
-    if (done < 0 && errno != EINTR) {
-      status = exit_code::error << 8; // cannot happen with SIGCHLD at default
-      break;
-    }
-    siginfo_t info{};
-    int sig;
-    if (next_tick_at == infinite_duration) {
-      sig = ::sigwaitinfo(&wanted, &info);
-    } else {
+  bool exited = false;
+  std::vector<char> buffer(sink ? 65536 : 0);
+  while (!exited || out_read) {
+    int timeout_ms = -1;
+    if (next_tick_at != infinite_duration) {
       const Nanos now = monotonic_now();
       if (now >= next_tick_at) {
         const Nanos wait = ticker->tick(child);
         next_tick_at = wait == infinite_duration ? infinite_duration : now + wait;
         continue;
       }
-      const timespec ts = to_timespec(next_tick_at - now);
-      sig = ::sigtimedwait(&wanted, &info, &ts);
+      timeout_ms = static_cast<int>((next_tick_at - now).count() / 1'000'000 + 1);
     }
-    if (sig > 0 && sig != SIGCHLD) ::kill(child, sig);
+    pollfd fds[2] = {{signals.get(), POLLIN, 0}, {out_read.get(), POLLIN, 0}};
+    const int ready = ::poll(fds, out_read ? 2 : 1, exited ? -1 : timeout_ms);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info[8];
+      const ssize_t n = ::read(signals.get(), info, sizeof info);
+      for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof info[0]); ++i) {
+        const int sig = static_cast<int>(info[i].ssi_signo);
+        if (sig != SIGCHLD && !exited) ::kill(child, sig);
+      }
+      if (!exited && ::waitpid(child, &status, WNOHANG) == child) {
+        exited = true;
+        next_tick_at = infinite_duration;
+      }
+    }
+    if (out_read && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t n = ::read(out_read.get(), buffer.data(), buffer.size());
+      if (n > 0) (*sink)(buffer.data(), static_cast<std::size_t>(n));
+      else if (n == 0 || errno != EINTR) out_read.reset(); // EOF
+    }
   }
+  if (!exited) ::waitpid(child, &status, 0);
   // The forwarded signals stay blocked: one that comes now, after the child
   // is gone, must not stop us between here and the release.
   ::sigaction(SIGCHLD, &old_chld, nullptr);

@@ -27,11 +27,16 @@ struct Ticker {
   std::function<Nanos(pid_t child)> tick;
 };
 
+// Receives the command's stdout, chunk by chunk, when it is captured.
+using OutputSink = std::function<void(const char* data, std::size_t len)>;
+
 // Forks and runs the command as a child while this process waits: the signals
 // INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets
 // SIGTERM if this process dies. Descriptors stay out of the child only if they
-// are close-on-exec. Returns the child's exit status (exit_status_from_wait),
-// or 126/127 when it could not be started.
-int run_child(const std::vector<std::string>& argv, const Ticker* ticker = nullptr);
+// are close-on-exec. With a sink, the child's stdout is a pipe whose data goes
+// to the sink as it comes, until EOF. Returns the child's exit status
+// (exit_status_from_wait), or 126/127 when it could not be started.
+int run_child(const std::vector<std::string>& argv, const Ticker* ticker = nullptr,
+              const OutputSink* sink = nullptr);
 
 } // namespace bufferlock

@@ -1,0 +1,320 @@
+#include "cache/store.hpp"
+
+#include "util/md5.hpp"
+#include "util/random.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+namespace bufferlock {
+
+namespace {
+
+constexpr std::size_t small_read = 65536;            // one pread covers most entries whole
+constexpr std::size_t hash_window = 4 * 1024 * 1024; // mmap window: keeps RSS small
+
+bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
+  while (len > 0) {
+    const ssize_t n = ::pread(fd, buf, len, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf += n;
+    len -= static_cast<std::size_t>(n);
+    offset += n;
+  }
+  return true;
+}
+
+bool write_all(int fd, const char* data, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n <= 0) return false;
+    data += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// XXH64 of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
+// and at most one window resident); falls back to pread.
+std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len) {
+  Xxh64 h;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  while (len > 0) {
+    const std::uint64_t base = offset / page * page;
+    const std::uint64_t skip = offset - base;
+    const std::uint64_t take = std::min<std::uint64_t>(len, hash_window - skip);
+    void* map = ::mmap(nullptr, skip + take, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
+                       static_cast<off_t>(base));
+    if (map == MAP_FAILED) {
+      std::vector<char> buf(std::min<std::uint64_t>(take, small_read));
+      if (!pread_all(fd, buf.data(), buf.size(), static_cast<off_t>(offset))) return std::nullopt;
+      h.update(buf.data(), buf.size());
+      offset += buf.size();
+      len -= buf.size();
+      continue;
+    }
+    h.update(static_cast<const char*>(map) + skip, take);
+    ::munmap(map, skip + take);
+    offset += take;
+    len -= take;
+  }
+  return h.digest();
+}
+
+// Unlinks `path` only if it is still the file open as `fd` (it may have been
+// replaced by a newer entry since we looked).
+void unlink_if_same(const std::string& path, int fd) {
+  struct stat a {}, b {};
+  if (::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+      a.st_ino == b.st_ino)
+    ::unlink(path.c_str());
+}
+
+} // namespace
+
+std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+    return std::nullopt;
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::string head(std::min<std::uint64_t>(size, small_read), '\0');
+  if (!pread_all(fd, head.data(), head.size(), 0)) {
+    why = "cannot read it";
+    return std::nullopt;
+  }
+  if (head.size() >= entry_fixed_header + 0 && head.size() >= 16) {
+    // A key longer than the first read: read the whole header.
+    const std::uint64_t key_len = std::uint64_t(static_cast<unsigned char>(head[12])) |
+                                  std::uint64_t(static_cast<unsigned char>(head[13])) << 8 |
+                                  std::uint64_t(static_cast<unsigned char>(head[14])) << 16 |
+                                  std::uint64_t(static_cast<unsigned char>(head[15])) << 24;
+    if (entry_fixed_header + key_len > head.size() && entry_fixed_header + key_len <= size) {
+      head.resize(entry_fixed_header + key_len);
+      if (!pread_all(fd, head.data(), head.size(), 0)) {
+        why = "cannot read it";
+        return std::nullopt;
+      }
+    }
+  }
+  auto h = decode_header(head, why);
+  if (!h) return std::nullopt;
+  if (h->file_size() != size) {
+    why = size < h->file_size() ? "truncated" : "longer than its header says";
+    return std::nullopt;
+  }
+  if (key && h->key != *key) {
+    why = "it belongs to another key";
+    return std::nullopt;
+  }
+  char trailer[entry_trailer];
+  if (!pread_all(fd, trailer, sizeof trailer, static_cast<off_t>(size - entry_trailer))) {
+    why = "cannot read it";
+    return std::nullopt;
+  }
+  std::uint64_t want_payload = 0, want_header = 0;
+  decode_trailer(std::string_view(trailer, sizeof trailer), want_payload, want_header);
+  if (xxh64(std::string_view(head).substr(0, h->header_size())) != want_header) {
+    why = "header checksum mismatch";
+    return std::nullopt;
+  }
+  std::optional<std::uint64_t> got;
+  if (size <= head.size()) { // the whole file is in `head` already
+    got = xxh64(std::string_view(head).substr(h->header_size(), h->payload_len));
+  } else {
+    got = hash_range(fd, h->header_size(), h->payload_len);
+  }
+  if (!got || *got != want_payload) {
+    why = got ? "payload checksum mismatch" : "cannot read it";
+    return std::nullopt;
+  }
+  return h;
+}
+
+bool serve_entry(const CachedEntry& e, int out_fd) {
+  auto offset = static_cast<off_t>(e.header.header_size());
+  std::uint64_t left = e.header.payload_len;
+  bool use_sendfile = left > small_read; // small: one pread + one write is cheaper
+  while (left > 0 && use_sendfile) {
+    const ssize_t n = ::sendfile(out_fd, e.fd.get(), &offset, std::min<std::uint64_t>(left, 1 << 30));
+    if (n > 0) {
+      left -= static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{out_fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n < 0 && (errno == EINVAL || errno == ENOSYS)) use_sendfile = false; // e.g. O_APPEND
+    else return false;
+  }
+  std::vector<char> buf(std::min<std::uint64_t>(left, small_read));
+  while (left > 0) {
+    const std::size_t take = std::min<std::uint64_t>(left, buf.size());
+    if (!pread_all(e.fd.get(), buf.data(), take, offset)) return false;
+    if (!write_all(out_fd, buf.data(), take)) return false;
+    offset += static_cast<off_t>(take);
+    left -= take;
+  }
+  return true;
+}
+
+std::optional<SysError> CacheStore::prepare() const {
+  if (::mkdir(dir_.c_str(), 0700) == 0) return std::nullopt;
+  if (errno == ENOENT) {
+    if (auto e = make_dirs(parent_dir(dir_), 0777)) return e;
+    if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) return std::nullopt;
+    return SysError{dir_, errno_text(errno)};
+  }
+  if (errno != EEXIST) return SysError{dir_, errno_text(errno)};
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return SysError{dir_, errno_text(ENOTDIR)};
+  return std::nullopt;
+}
+
+std::string CacheStore::entry_path(std::string_view key) const {
+  return dir_ + "/" + md5_hex(key) + ".entry";
+}
+
+Lookup CacheStore::lookup(std::string_view key) const {
+  const std::string path = entry_path(key);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, errno == ELOOP ? "it is a symbolic link" : errno_text(errno)};
+  }
+  std::string why;
+  const std::string wanted(key);
+  auto header = verify_entry(fd.get(), &wanted, why);
+  if (!header) {
+    // Another key whose MD5 collides is simply not ours: a miss, no warning.
+    if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, why};
+  }
+  return {LookupState::found, CachedEntry{std::move(fd), std::move(*header)}, {}};
+}
+
+std::optional<SysError> CacheStore::drop(std::string_view key) const {
+  const std::string path = entry_path(key);
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+  return SysError{path, errno_text(errno)};
+}
+
+GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const {
+  GcCounts counts;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return counts;
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d)) names.emplace_back(ent->d_name);
+  ::closedir(d);
+  for (const auto& name : names) {
+    const std::string path = dir_ + "/" + name;
+    const bool is_entry = name.size() > 6 && name.ends_with(".entry");
+    const bool is_temp = name.starts_with(".tmp-");
+    if (!is_entry && !is_temp) continue;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) continue;
+    if (is_temp) {
+      // The builder holds LOCK_EX on its temporary file until it is done.
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+        unlink_if_same(path, fd.get());
+        ++counts.temps_removed;
+      }
+      continue;
+    }
+    std::string why;
+    auto h = verify_entry(fd.get(), nullptr, why);
+    if (!h || (max_age && freshness(h->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
+      unlink_if_same(path, fd.get());
+      ++counts.entries_removed;
+    }
+  }
+  return counts;
+}
+
+std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
+                                                        std::int64_t created_ns) {
+  EntryWriter w;
+  const std::string digest = md5_hex(key);
+  w.final_path_ = store.entry_path(key);
+  w.temp_path_ = store.dir() + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-" +
+                 random_token().substr(0, 8);
+  w.fd_.reset(::open(w.temp_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+  if (!w.fd_) return SysError{w.temp_path_, errno_text(errno)};
+  // Marks the build as running for --gc (released when the descriptor closes).
+  ::flock(w.fd_.get(), LOCK_EX | LOCK_NB);
+  w.header_.created_ns = created_ns;
+  w.header_.key = std::string(key);
+  const std::string head = encode_header(w.header_);
+  if (!write_all(w.fd_.get(), head.data(), head.size())) {
+    const int err = errno;
+    ::unlink(w.temp_path_.c_str());
+    return SysError{w.temp_path_, errno_text(err)};
+  }
+  return w;
+}
+
+EntryWriter::~EntryWriter() {
+  if (fd_ && !published_) ::unlink(temp_path_.c_str());
+}
+
+void EntryWriter::fail(int err) {
+  error_ = SysError{temp_path_, errno_text(err)};
+  ::unlink(temp_path_.c_str());
+  fd_.reset();
+}
+
+bool EntryWriter::append(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!write_all(fd_.get(), data, len)) {
+    fail(errno);
+    return false;
+  }
+  payload_hash_.update(data, len);
+  header_.payload_len += len;
+  return true;
+}
+
+std::optional<SysError> EntryWriter::publish() {
+  if (error_) return error_;
+  const std::string head = encode_header(header_);
+  const std::string trailer = encode_trailer(payload_hash_.digest(), xxh64(head));
+  if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
+      !write_all(fd_.get(), trailer.data(), trailer.size())) {
+    fail(errno);
+    return error_;
+  }
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    const int err = errno;
+    error_ = SysError{final_path_, errno_text(err)};
+    ::unlink(temp_path_.c_str());
+    fd_.reset();
+    return error_;
+  }
+  published_ = true;
+  return std::nullopt;
+}
+
+CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_}; }
+
+} // namespace bufferlock

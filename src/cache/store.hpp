@@ -1,0 +1,106 @@
+// One cache directory: look entries up, serve them, build and publish them
+// atomically, drop them, and collect garbage.
+#pragma once
+
+#include "cache/entry.hpp"
+#include "util/fd.hpp"
+#include "util/files.hpp"
+#include "util/xxhash64.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace bufferlock {
+
+// An entry file, open and verified.
+struct CachedEntry {
+  UniqueFd fd;
+  EntryHeader header;
+};
+
+enum class LookupState { missing, found, corrupt };
+
+struct Lookup {
+  LookupState state;
+  CachedEntry entry; // with found
+  std::string why;   // with corrupt: what is wrong
+};
+
+struct GcCounts {
+  int entries_removed = 0;
+  int temps_removed = 0;
+};
+
+class CacheStore {
+public:
+  explicit CacheStore(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+
+  // Creates the directory with its parents, the last component 0700.
+  std::optional<SysError> prepare() const;
+
+  // DIR/<md5 of key>.entry
+  std::string entry_path(std::string_view key) const;
+
+  // Opens and fully verifies the entry of `key`.
+  Lookup lookup(std::string_view key) const;
+
+  // Removes the entry of `key`; absent is fine.
+  std::optional<SysError> drop(std::string_view key) const;
+
+  // Removes corrupt entries, entries older than max_age (when given), and
+  // temporary files whose builder is gone (a builder holds a lock on its
+  // temporary file, so a running build's file is never removed).
+  GcCounts gc(std::optional<Nanos> max_age, std::int64_t now_ns) const;
+
+private:
+  std::string dir_;
+};
+
+// Verifies an open entry file: size, header, key (when `key` is given), and
+// both checksums. nullopt, with `why`, when it is not a sound entry.
+std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why);
+
+// Writes the payload of an entry to `out_fd`, zero-copy (sendfile) where the
+// kernel can. False when `out_fd` stopped taking data (a closed pipe).
+bool serve_entry(const CachedEntry& e, int out_fd);
+
+// Builds an entry in a temporary file of the cache directory, then publishes
+// it by rename(2): readers see the old entry or the whole new one.
+class EntryWriter {
+public:
+  static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
+                                                    std::int64_t created_ns);
+  EntryWriter(EntryWriter&&) noexcept = default;
+  EntryWriter& operator=(EntryWriter&&) noexcept = default;
+  ~EntryWriter();
+
+  // Appends payload bytes. After the first failure (disk full, file size
+  // limit, ...) it stops writing, removes the temporary file and returns
+  // false; error() says why.
+  bool append(const char* data, std::size_t len);
+
+  // Completes the file and renames it into place. Afterwards entry() serves it.
+  std::optional<SysError> publish();
+
+  const std::optional<SysError>& error() const { return error_; }
+  // The published entry, readable through the writer's descriptor.
+  CachedEntry entry();
+
+private:
+  EntryWriter() = default;
+  void fail(int err);
+
+  std::string temp_path_;
+  std::string final_path_;
+  EntryHeader header_;
+  UniqueFd fd_;
+  Xxh64 payload_hash_;
+  std::optional<SysError> error_;
+  bool published_ = false;
+};
+
+} // namespace bufferlock

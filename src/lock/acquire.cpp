@@ -1,0 +1,75 @@
+#include "lock/acquire.hpp"
+
+#include "lock/file_lock.hpp"
+#include "lock/redis_lock.hpp"
+#include "messages.hpp"
+#include "util/clock.hpp"
+
+#include <signal.h>
+#include <stdlib.h>
+
+namespace bufferlock {
+
+namespace {
+
+void report_busy(const Options& o, Lock& lock, Nanos waited) {
+  if (!diag::verbose()) return;
+  const std::string holder = lock.holder();
+  const std::string key = display_key(o.key);
+  if (o.wait.count() > 0) {
+    const std::string secs = format_seconds(waited);
+    diag::debug(holder.empty() ? message(Msg::lock_timeout, {{"key", key}, {"seconds", secs}})
+                               : message(Msg::lock_timeout_holder,
+                                         {{"key", key}, {"seconds", secs}, {"holder", holder}}));
+  } else {
+    diag::debug(holder.empty() ? message(Msg::lock_busy, {{"key", key}})
+                               : message(Msg::lock_busy_holder, {{"key", key}, {"holder", holder}}));
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
+  if (o.backend == Backend::redis) {
+    // hiredis writes with write(2): a server that went away must give EPIPE,
+    // not kill us. Blocked rather than ignored, so that the command (whose
+    // mask is emptied) sees SIGPIPE as the caller left it.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
+    return std::make_unique<RedisLock>(o.redis, o.key);
+  }
+  const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
+  if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, o.key, mode);
+  if (!lock_dir.empty()) return std::make_unique<FileLock>(lock_dir, DirKind::user_given, o.key, mode);
+  return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")),
+                                    DirKind::private_default, o.key, mode);
+}
+
+Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
+  const Nanos start = monotonic_now();
+  const Outcome outcome = lock.acquire(o.wait);
+  switch (outcome.status) {
+  case AcquireStatus::acquired:
+    diag::debug(message(Msg::lock_acquired, {{"key", display_key(o.key)},
+                                             {"path", lock.where()},
+                                             {"seconds", format_seconds(monotonic_now() - start)}}));
+    return Taken::locked;
+  case AcquireStatus::busy:
+    report_busy(o, lock, monotonic_now() - start);
+    exit_status = o.busy_exit;
+    return Taken::stop;
+  case AcquireStatus::error:
+    if (o.fail_open && (o.command == Command::run || o.command == Command::cache)) {
+      diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
+      return Taken::unlocked;
+    }
+    diag::error(outcome.error);
+    exit_status = o.error_exit;
+    return Taken::stop;
+  }
+  return Taken::stop;
+}
+
+} // namespace bufferlock

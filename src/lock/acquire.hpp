@@ -1,0 +1,24 @@
+// Choosing a backend from the options, and taking the lock as they say:
+// shared by `run`, `acquire` and `cache`.
+#pragma once
+
+#include "cli.hpp"
+#include "lock/lock.hpp"
+
+#include <memory>
+#include <string>
+
+namespace bufferlock {
+
+// The lock for o.key on the chosen backend. `lock_dir` is the file backend's
+// directory when the options name none (empty: the private default one).
+std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir);
+
+enum class Taken { locked, unlocked, stop };
+
+// Takes the lock, waiting o.wait. `stop` sets `exit_status` (busy or error,
+// with -v saying who holds it); `unlocked` is an error under --fail-open
+// (warned about): the caller goes on without the lock.
+Taken take_lock(const Options& o, Lock& lock, int& exit_status);
+
+} // namespace bufferlock

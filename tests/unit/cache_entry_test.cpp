@@ -1,0 +1,129 @@
+#include "cache/entry.hpp"
+#include "cache/store.hpp"
+#include "util/xxhash64.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+using namespace bufferlock;
+using namespace std::chrono_literals;
+
+// Pins format version 1 byte for byte: a change here breaks every cache.
+TEST(CacheEntry, HeaderEncodingIsPinned) {
+  EntryHeader h;
+  h.created_ns = 0x0102030405060708;
+  h.payload_len = 5;
+  h.key = "k";
+  const std::string bytes = encode_header(h);
+  const std::string want("BLCACHE\n"
+                         "\x01\x00\x00\x00"                 // version
+                         "\x01\x00\x00\x00"                 // key length
+                         "\x08\x07\x06\x05\x04\x03\x02\x01" // created
+                         "\x05\x00\x00\x00\x00\x00\x00\x00" // payload length
+                         "k",
+                         33);
+  EXPECT_EQ(bytes, want);
+  EXPECT_EQ(h.header_size(), 33u);
+  EXPECT_EQ(h.file_size(), 33u + 5 + 16);
+}
+
+TEST(CacheEntry, TrailerEncodingIsPinned) {
+  const std::string t = encode_trailer(0x1122334455667788, 0x99aabbccddeeff00);
+  EXPECT_EQ(t, std::string("\x88\x77\x66\x55\x44\x33\x22\x11\x00\xff\xee\xdd\xcc\xbb\xaa\x99", 16));
+  std::uint64_t a = 0, b = 0;
+  decode_trailer(t, a, b);
+  EXPECT_EQ(a, 0x1122334455667788u);
+  EXPECT_EQ(b, 0x99aabbccddeeff00u);
+}
+
+TEST(CacheEntry, HeaderRoundTripAndRejects) {
+  EntryHeader h{123456789, 42, std::string("key\0with\xffnul", 12)};
+  std::string why;
+  auto back = decode_header(encode_header(h), why);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->created_ns, h.created_ns);
+  EXPECT_EQ(back->payload_len, 42u);
+  EXPECT_EQ(back->key, h.key);
+
+  EXPECT_FALSE(decode_header("#!/bin/sh\necho foreign file here", why));
+  std::string wrong_version = encode_header(h);
+  wrong_version[8] = 2;
+  EXPECT_FALSE(decode_header(wrong_version, why));
+  EXPECT_NE(why.find("version"), std::string::npos);
+  EXPECT_FALSE(decode_header(encode_header(h).substr(0, 35), why)); // key cut
+}
+
+TEST(CacheEntry, ExpiryIsMeasuredFromTheBuildStart) {
+  const std::int64_t s = 1'000'000'000;
+  EXPECT_EQ(freshness(0, 100 * s, std::nullopt, std::nullopt), Freshness::fresh); // never expires
+  EXPECT_EQ(freshness(100 * s, 110 * s, Nanos(10s), std::nullopt), Freshness::fresh);
+  EXPECT_EQ(freshness(100 * s, 110 * s + 1, Nanos(10s), std::nullopt), Freshness::expired);
+  EXPECT_EQ(freshness(100 * s, 115 * s, Nanos(10s), Nanos(5s)), Freshness::stale);
+  EXPECT_EQ(freshness(100 * s, 115 * s + 1, Nanos(10s), Nanos(5s)), Freshness::expired);
+  EXPECT_EQ(freshness(200 * s, 100 * s, Nanos(10s), std::nullopt), Freshness::fresh); // clock set back
+  EXPECT_EQ(freshness(INT64_MIN, INT64_MAX, Nanos(10s), Nanos(5s)), Freshness::expired);
+}
+
+namespace {
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/bufferlock-unit-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+};
+} // namespace
+
+TEST(CacheStore, PublishedEntriesVerifyAndCorruptionIsDetected) {
+  TempDir dir;
+  CacheStore store(dir.path);
+  ASSERT_FALSE(store.prepare());
+  auto created = EntryWriter::create(store, "key", 42);
+  ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
+  auto& w = std::get<EntryWriter>(created);
+  std::string payload;
+  for (int i = 0; i < 200000; ++i) payload += static_cast<char>(i % 251);
+  ASSERT_TRUE(w.append(payload.data(), 100000));
+  ASSERT_TRUE(w.append(payload.data() + 100000, payload.size() - 100000));
+  ASSERT_FALSE(w.publish());
+
+  Lookup found = store.lookup("key");
+  ASSERT_EQ(found.state, LookupState::found);
+  EXPECT_EQ(found.entry.header.created_ns, 42);
+  EXPECT_EQ(found.entry.header.payload_len, payload.size());
+  EXPECT_EQ(store.lookup("other").state, LookupState::missing);
+
+  // Flip one payload byte: a miss with a reason, never served.
+  const std::string path = store.entry_path("key");
+  const int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "X", 1, 1000), 1);
+  Lookup corrupt = store.lookup("key");
+  EXPECT_EQ(corrupt.state, LookupState::corrupt);
+  EXPECT_NE(corrupt.why.find("checksum"), std::string::npos);
+  // Cut it: truncated.
+  ASSERT_EQ(::ftruncate(fd, 500), 0);
+  ::close(fd);
+  EXPECT_EQ(store.lookup("key").why, "truncated");
+  // --gc removes the corrupt entry.
+  EXPECT_EQ(store.gc(std::nullopt, 0).entries_removed, 1);
+  EXPECT_EQ(store.lookup("key").state, LookupState::missing);
+}
+
+TEST(CacheStore, AnAbandonedWriterLeavesNothing) {
+  TempDir dir;
+  CacheStore store(dir.path);
+  ASSERT_FALSE(store.prepare());
+  {
+    auto created = EntryWriter::create(store, "key", 1);
+    ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
+    std::get<EntryWriter>(created).append("partial", 7);
+  }
+  EXPECT_EQ(store.lookup("key").state, LookupState::missing);
+  EXPECT_EQ(store.gc(std::nullopt, 0).temps_removed, 0); // the writer removed its own file
+}
