@@ -129,9 +129,19 @@ int app_main(int argc, char** argv) {
     const Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
     error_exit = o.error_exit;
     diag::set_verbosity(o.verbosity);
+    if (!o.messages_file.empty()) {
+      std::string why;
+      if (!load_message_overrides(o.messages_file, why)) {
+        diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_messages_file,
+                                                                {{"path", o.messages_file}, {"error", why}})}}));
+        return exit_code::usage;
+      }
+    }
     switch (o.command) {
-    case Command::help: return write_stdout(help_text());
+    case Command::help:
+      return write_stdout(o.help_topic == Command::cache ? cache_help_text() : help_text());
     case Command::version: return write_stdout(version_text());
+    case Command::list_messages: return write_stdout(list_messages());
     case Command::run: return cmd_run(o);
     case Command::status: return cmd_status(o);
     case Command::acquire: return cmd_acquire(o);
@@ -140,7 +150,9 @@ int app_main(int argc, char** argv) {
     case Command::cache: return cache_main(o);
     }
   } catch (const UsageError& e) {
-    diag::error(message(Msg::usage_hint, {{"error", e.what()}}));
+    std::string ignored;
+    if (!e.messages_file.empty()) load_message_overrides(e.messages_file, ignored);
+    diag::error(message(Msg::usage_hint, {{"error", message(e.msg, e.args)}}));
     return exit_code::usage;
   } catch (const std::exception& e) {
     diag::error(e.what());

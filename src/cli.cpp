@@ -12,7 +12,7 @@ namespace {
 
 enum class Opt {
   dir, redis, nonblock, wait, busy_exit, error_exit, fail_open, shared, close, no_fork,
-  shell_command, verbose, quiet, help, version,
+  shell_command, verbose, quiet, help, version, messages, list_messages,
   // redis only
   ttl, key_prefix, hash_tag, connect_timeout, io_timeout, step, ratio, max_step, on_lost,
   kill_after,
@@ -31,7 +31,7 @@ struct OptionSpec {
   Scope scope;
 };
 
-constexpr std::array<OptionSpec, 32> option_table = {{
+constexpr std::array<OptionSpec, 34> option_table = {{
     {Opt::dir, 'd', {"dir"}, Arity::value, Scope::any},
     {Opt::redis, 'r', {"redis"}, Arity::value, Scope::any},
     {Opt::nonblock, 'n', {"nonblock", "nb"}, Arity::flag, Scope::any},
@@ -47,6 +47,8 @@ constexpr std::array<OptionSpec, 32> option_table = {{
     {Opt::quiet, 'q', {"quiet"}, Arity::flag, Scope::any},
     {Opt::help, 'h', {"help"}, Arity::flag, Scope::any},
     {Opt::version, 'V', {"version"}, Arity::flag, Scope::any},
+    {Opt::messages, 0, {"messages"}, Arity::value, Scope::any},
+    {Opt::list_messages, 0, {"list-messages"}, Arity::flag, Scope::any},
     {Opt::ttl, 0, {"ttl"}, Arity::value, Scope::redis},
     {Opt::key_prefix, 0, {"namespace"}, Arity::value, Scope::redis},
     {Opt::hash_tag, 0, {"hash-tag"}, Arity::flag, Scope::redis},
@@ -69,8 +71,13 @@ constexpr std::array<OptionSpec, 32> option_table = {{
 constexpr std::array<std::string_view, 6> subcommands = {"run",     "cache",   "status",
                                                          "acquire", "release", "extend"};
 
+// The --messages file named so far, for UsageError (see there).
+thread_local std::string messages_file_seen;
+
 [[noreturn]] void usage(Msg m, std::initializer_list<Placeholder> values = {}) {
-  throw UsageError(message(m, values));
+  MessageArgs args;
+  for (const auto& p : values) args.emplace_back(p.name, p.value);
+  throw UsageError(m, std::move(args), messages_file_seen);
 }
 
 const OptionSpec* find_long(std::string_view name) {
@@ -151,8 +158,17 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
   case Opt::shell_command: p.shell_before_key = std::string(value); break;
   case Opt::verbose: o.verbosity = diag::Verbosity::verbose; break;
   case Opt::quiet: o.verbosity = diag::Verbosity::quiet; break;
-  case Opt::help: o.command = Command::help; break;
+  case Opt::help:
+    o.help_topic = o.command == Command::help ? o.help_topic : o.command;
+    o.command = Command::help;
+    break;
   case Opt::version: o.command = Command::version; break;
+  case Opt::list_messages: o.command = Command::list_messages; break;
+  case Opt::messages:
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    o.messages_file = std::string(value);
+    messages_file_seen = o.messages_file;
+    break;
   case Opt::ttl: {
     const Nanos ttl = duration_value(typed, value);
     // Redis takes whole milliseconds: round to the nearest, and refuse 0.
@@ -360,6 +376,9 @@ bool is_subcommand(std::string_view word) {
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv) {
   Parsed p;
+  const char* env_messages = env_value(getenv, "BUFFERLOCK_MESSAGES");
+  messages_file_seen = env_messages ? env_messages : "";
+  p.opts.messages_file = messages_file_seen;
   int i = 1;
   bool explicit_command = false;
   if (argc > 1 && is_subcommand(argv[1])) {
@@ -375,7 +394,9 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   }
   i = parse_options(p, argc, argv, i, explicit_command);
   Options& o = p.opts;
-  if (o.command == Command::help || o.command == Command::version) return o;
+  if (o.command == Command::help || o.command == Command::version ||
+      o.command == Command::list_messages)
+    return o;
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
       if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
@@ -410,7 +431,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});
     break;
   case Command::help:
-  case Command::version: break;
+  case Command::version:
+  case Command::list_messages: break;
   }
   if (p.shell_before_key && o.command != Command::run && o.command != Command::cache)
     usage(Msg::usage_extra_argument, {{"value", "-c"}});

@@ -2,6 +2,7 @@
 // lock. A hand-written parser, not CLI11: see ARCHITECTURE.md ("start-up").
 #pragma once
 
+#include "messages.hpp"
 #include "redis/url.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
@@ -15,7 +16,7 @@
 
 namespace bufferlock {
 
-enum class Command { run, cache, status, acquire, release, extend, help, version };
+enum class Command { run, cache, status, acquire, release, extend, help, version, list_messages };
 enum class Backend { file, redis };
 enum class OnLost { warn, term };
 
@@ -62,12 +63,21 @@ struct Options {
   std::string key;
   std::vector<std::string> argv; // the command; for -c, {"/bin/sh", "-c", STRING}
   std::string token;             // release / extend
+  std::string messages_file;     // --messages (else BUFFERLOCK_MESSAGES)
+  Command help_topic = Command::run; // the subcommand whose --help was asked
 };
 
 // A bad command line or environment: printed as one line, exit status 64.
+// It keeps the message key and values, so that the top level can print it in
+// the texts of a --messages file named before the error (messages_file).
 class UsageError : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  UsageError(Msg m, MessageArgs values, std::string file)
+      : std::runtime_error(message(m, values)), msg(m), args(std::move(values)),
+        messages_file(std::move(file)) {}
+  Msg msg;
+  MessageArgs args;
+  std::string messages_file;
 };
 
 // Looks up an environment variable; nullptr when unset.

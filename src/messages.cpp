@@ -1,6 +1,15 @@
 #include "messages.hpp"
 
+#include "util/fd.hpp"
+#include "util/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
+#include <optional>
 
 namespace bufferlock {
 
@@ -17,12 +26,106 @@ constexpr std::array catalogue = {
 #undef BUFFERLOCK_MSG_ENTRY
 };
 
+std::array<std::optional<std::string>, catalogue.size()> overrides;
+
+std::string_view text_of(Msg m) {
+  const auto i = static_cast<std::size_t>(m);
+  return overrides[i] ? std::string_view(*overrides[i]) : catalogue[i].text;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// The first %{name} of `text` that the default text of entry `i` does not use.
+std::optional<std::string> unknown_placeholder(std::string_view text, std::size_t i) {
+  std::size_t pos = 0;
+  while ((pos = text.find("%{", pos)) != std::string_view::npos) {
+    const std::size_t close = text.find('}', pos);
+    if (close == std::string_view::npos) return std::string(text.substr(pos));
+    const std::string_view ph = text.substr(pos, close + 1 - pos);
+    if (catalogue[i].text.find(ph) == std::string_view::npos) return std::string(ph);
+    pos = close + 1;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::string_view message_key(Msg m) { return catalogue[static_cast<std::size_t>(m)].key; }
 
 std::string message(Msg m, std::initializer_list<Placeholder> values) {
-  return diag::substitute(catalogue[static_cast<std::size_t>(m)].text, values);
+  return diag::substitute(text_of(m), std::span(values.begin(), values.size()));
+}
+
+std::string message(Msg m, const MessageArgs& values) {
+  std::vector<Placeholder> list;
+  for (const auto& [name, value] : values) list.push_back({name, value});
+  return diag::substitute(text_of(m), list);
+}
+
+bool load_message_overrides(const std::string& path, std::string& error) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    error = errno_text(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+    return false;
+  }
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = errno_text(errno);
+      return false;
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  std::size_t pos = 0;
+  for (int line_no = 1; pos < text.size(); ++line_no) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line = trim(std::string_view(text).substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    const std::string line_text = std::to_string(line_no);
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      diag::warn(message(Msg::messages_bad_line, {{"path", path}, {"line", line_text}}));
+      continue;
+    }
+    const std::string_view key = trim(line.substr(0, eq));
+    const std::string_view value = trim(line.substr(eq + 1));
+    std::size_t i = 0;
+    while (i < catalogue.size() && catalogue[i].key != key) ++i;
+    if (i == catalogue.size()) {
+      diag::warn(message(Msg::messages_unknown_key, {{"path", path}, {"line", line_text}, {"key", key}}));
+      continue;
+    }
+    if (auto bad = unknown_placeholder(value, i)) {
+      diag::warn(message(Msg::messages_unknown_placeholder,
+                         {{"path", path}, {"line", line_text}, {"key", key}, {"value", *bad}}));
+      continue;
+    }
+    overrides[i] = std::string(value);
+  }
+  return true;
+}
+
+std::string list_messages() {
+  std::string out;
+  for (const auto& e : catalogue) {
+    out.append(e.key).append(" = ").append(e.text).append("\n");
+  }
+  return out;
 }
 
 std::string display_key(std::string_view key) {

@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bufferlock {
 
@@ -44,6 +46,11 @@ namespace bufferlock {
   X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                            \
   X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                 \
   X(usage_option_needs, "%{option} needs %{value}")                                                \
+  X(usage_messages_file, "cannot read messages file %{path}: %{error}")                           \
+  X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")               \
+  X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")      \
+  X(messages_unknown_placeholder,                                                                  \
+    "%{path}, line %{line}: '%{key}' has no placeholder %{value}; default text kept")              \
   X(usage_hint, "%{error} (see 'bufferlock --help')")                                              \
   X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                      \
   X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                  \
@@ -85,12 +92,23 @@ enum class Msg {
 };
 
 using diag::Placeholder;
+using MessageArgs = std::vector<std::pair<std::string, std::string>>;
 
 // The stable key of a message, e.g. "lock_open_failed".
 std::string_view message_key(Msg m);
 
-// The message's text with its placeholders filled in.
+// The message's text (overridden or default) with its placeholders filled in.
 std::string message(Msg m, std::initializer_list<Placeholder> values = {});
+std::string message(Msg m, const MessageArgs& values);
+
+// Reads overrides from a file of lines "key = text" (# comments and blank
+// lines allowed). Malformed lines, unknown keys and placeholders the message
+// does not have are warnings naming the line; the default text stays. False,
+// with `error`, when the file cannot be read.
+bool load_message_overrides(const std::string& path, std::string& error);
+
+// Every key with its default text, one "key = text" line each.
+std::string list_messages();
 
 // A KEY as messages show it: printable, and cut after 64 bytes.
 std::string display_key(std::string_view key);

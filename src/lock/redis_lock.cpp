@@ -23,11 +23,8 @@ namespace {
 // its BLPOP; after that, waiters fall back to polling anyway.
 constexpr std::string_view wake_ttl_ms = "2000";
 
-std::string seconds_text(Nanos d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(d.count()) / 1e9);
-  return buf;
-}
+// BLPOP's timeout: seconds with millisecond precision.
+std::string seconds_text(Nanos d) { return format_seconds(d); }
 
 } // namespace
 

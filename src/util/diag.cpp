@@ -90,7 +90,7 @@ std::string printable(std::string_view bytes) {
   return out;
 }
 
-std::string substitute(std::string_view tmpl, std::initializer_list<Placeholder> values) {
+std::string substitute(std::string_view tmpl, std::span<const Placeholder> values) {
   std::string out;
   out.reserve(tmpl.size() + 64);
   std::size_t i = 0;

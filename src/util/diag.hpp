@@ -2,7 +2,7 @@
 // belongs to the command, so nothing here ever writes there.
 #pragma once
 
-#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -27,7 +27,7 @@ struct Placeholder {
 // Values are made printable on one line: control bytes and bytes that are not
 // valid UTF-8 become \xHH, so a hostile path or KEY cannot split a message.
 // An unknown %{name} is left as written.
-std::string substitute(std::string_view tmpl, std::initializer_list<Placeholder> values);
+std::string substitute(std::string_view tmpl, std::span<const Placeholder> values);
 
 // `bytes` with control characters and invalid UTF-8 escaped as \xHH.
 std::string printable(std::string_view bytes);

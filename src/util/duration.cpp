@@ -1,7 +1,7 @@
 #include "util/duration.hpp"
 
 #include <cstdint>
-#include <cstdio>
+#include <fmt/format.h>
 
 namespace bufferlock {
 
@@ -70,10 +70,7 @@ std::optional<Nanos> parse_duration(std::string_view text, AllowInfinite allow_i
 
 std::string format_seconds(Nanos d) {
   const auto ms = (d.count() + 500'000) / 1'000'000;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms / 1000),
-                static_cast<long long>(ms % 1000));
-  return buf;
+  return fmt::format("{}.{:03}", ms / 1000, ms % 1000);
 }
 
 } // namespace bufferlock
