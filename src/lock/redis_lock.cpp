@@ -157,8 +157,8 @@ LockStatus RedisLock::status() {
 std::string RedisLock::holder() {
   const LockStatus s = status();
   if (s.state != LockState::held) return {};
-  if (s.fields == " ttl=none") return "held without expiry";
-  return "held by another token, expires in " + s.fields.substr(5) + "s";
+  // The same fields as `status` prints (SPEC §9).
+  return "held by another token," + s.fields;
 }
 
 std::string RedisLock::where() const { return key_ + " on " + server(); }

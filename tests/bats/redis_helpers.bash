@@ -1,0 +1,428 @@
+# shellcheck shell=bash
+# Helpers for the black-box suites of bufferlock's Redis backend.
+#
+# A redis_*.bats file does `load redis_helpers` (which loads helpers.bash) and
+# usually uses the suite-level set-up below:
+#
+#   setup_file()    { redis_setup_file; }      # one shared server per file
+#   teardown_file() { redis_teardown_file; }
+#   setup()         { redis_setup; }           # common_setup + FLUSHALL
+#   teardown()      { redis_teardown; }        # kill test processes + private servers
+#
+# Servers are started with `start_redis_as NAME [redis-server args...]`, which
+# sets NAME_PORT, NAME_PID, NAME_URL, NAME_DIR, NAME_SOCK (unix servers) and the
+# array NAME_ARGS.  `start_redis` is `start_redis_as REDIS` plus export, the
+# suite's shared server.  Every server is recorded in a PID registry (per test
+# when started inside a test, per file when started in setup_file) and stopped
+# by PID -- never by name -- in teardown, even when the test failed.  A server
+# stopped with SIGSTOP is resumed (SIGCONT) before it is terminated.
+
+load helpers
+
+REDIS_SERVER_BIN=${REDIS_SERVER_BIN:-redis-server}
+REDIS_CLI_BIN=${REDIS_CLI_BIN:-redis-cli}
+
+# --- ports --------------------------------------------------------------------
+
+# port_in_use PORT: something listens on 127.0.0.1:PORT (or any address).
+port_in_use() {
+    [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]
+}
+
+# free_port: print a loopback TCP port in 20000-60000 that nothing listens on.
+free_port() {
+    local i p
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + ((RANDOM << 15) | RANDOM) % 40001))
+        if ! port_in_use "$p"; then
+            printf '%s\n' "$p"
+            return 0
+        fi
+    done
+    echo "free_port: no free port found" >&2
+    return 1
+}
+
+# --- the server registry ---------------------------------------------------------
+
+_redis_registry() {
+    if [[ -n ${BATS_TEST_TMPDIR:-} ]]; then
+        printf '%s\n' "$BATS_TEST_TMPDIR/.redis-servers"
+    else
+        printf '%s\n' "$BATS_FILE_TMPDIR/.redis-servers"
+    fi
+}
+
+_redis_register() {
+    printf '%s\n' "$1" >>"$(_redis_registry)"
+}
+
+_redis_unregister() {
+    local reg
+    reg=$(_redis_registry)
+    [[ -f $reg ]] || return 0
+    grep -vx -- "$1" "$reg" >"$reg.new" || true
+    mv -f -- "$reg.new" "$reg"
+}
+
+# _is_redis_pid PID: PID is (still) a redis-server, so that a recycled PID is
+# never killed.
+_is_redis_pid() {
+    local comm
+    [[ $1 =~ ^[0-9]+$ ]] || return 1
+    comm=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+    [[ $comm == redis-server* || $comm == redis-check* ]]
+}
+
+# stop_redis PID: terminate one server by PID (SIGCONT first in case it was
+# stopped, then SIGTERM, SIGKILL after a bounded wait) and reap it.
+stop_redis() {
+    local pid=$1 i
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    if _is_redis_pid "$pid"; then
+        kill -CONT "$pid" 2>/dev/null || true
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            pid_alive "$pid" || break
+            sleep 0.05
+        done
+        if pid_alive "$pid"; then
+            kill -KILL "$pid" 2>/dev/null || true
+            for ((i = 0; i < 100; i++)); do
+                pid_alive "$pid" || break
+                sleep 0.05
+            done
+        fi
+    fi
+    wait "$pid" 2>/dev/null || true
+    _redis_unregister "$pid"
+    return 0
+}
+
+# stop_all_redis: stop every server of the current scope (test or file).
+stop_all_redis() {
+    local reg pids=() pid
+    reg=$(_redis_registry)
+    [[ -s $reg ]] || return 0
+    mapfile -t pids <"$reg"
+    # Resume all first: a stopped server must not delay the others.
+    for pid in "${pids[@]}"; do
+        _is_redis_pid "$pid" && kill -CONT "$pid" 2>/dev/null
+    done
+    for pid in "${pids[@]}"; do
+        stop_redis "$pid"
+    done
+    : >"$reg"
+}
+
+# --- starting servers ---------------------------------------------------------------
+
+# rcli_raw ARGS...: redis-cli, bounded so that a stopped server cannot hang a test.
+rcli_raw() {
+    timeout 10 "$REDIS_CLI_BIN" --no-auth-warning "$@"
+}
+
+# _redis_ping_ok PORT SOCK: the server answers (PONG, or NOAUTH when it wants a password).
+_redis_ping_ok() {
+    local out
+    if [[ -n $2 ]]; then
+        out=$(timeout 2 "$REDIS_CLI_BIN" --no-auth-warning -s "$2" ping 2>&1) || true
+    else
+        out=$(timeout 2 "$REDIS_CLI_BIN" --no-auth-warning -h 127.0.0.1 -p "$1" ping 2>&1) || true
+    fi
+    [[ $out == PONG || $out == *NOAUTH* ]]
+}
+
+# _redis_spawn DIR PORT SOCK ARGS...: start one server and wait (bounded) until it
+# answers.  Sets _REDIS_SPAWNED_PID.  Returns 1 if the server died (e.g. the port
+# was taken in between), 2 if it never answered.
+_redis_spawn() {
+    local dir=$1 port=$2 sock=$3 pid i
+    shift 3
+    local conf=(--bind 127.0.0.1 --save '' --appendonly no --daemonize no
+        --dir "$dir" --logfile '' --protected-mode no)
+    if [[ -n $sock ]]; then
+        conf=(--port 0 --unixsocket "$sock" --unixsocketperm 700 "${conf[@]}")
+    else
+        conf=(--port "$port" "${conf[@]}")
+    fi
+    "$REDIS_SERVER_BIN" "${conf[@]}" "$@" </dev/null >>"$dir/redis.log" 2>&1 3>&- &
+    pid=$!
+    _REDIS_SPAWNED_PID=$pid
+    _redis_register "$pid"
+    for ((i = 0; i < 200; i++)); do
+        if ! pid_alive "$pid"; then
+            wait "$pid" 2>/dev/null || true
+            _redis_unregister "$pid"
+            return 1
+        fi
+        _redis_ping_ok "$port" "$sock" && return 0
+        sleep 0.05
+    done
+    stop_redis "$pid"
+    return 2
+}
+
+# _redis_set_vars NAME PORT PID DIR SOCK ARGS...
+_redis_set_vars() {
+    local name=$1 port=$2 pid=$3 dir=$4 sock=$5
+    shift 5
+    printf -v "${name}_PORT" '%s' "$port"
+    printf -v "${name}_PID" '%s' "$pid"
+    printf -v "${name}_DIR" '%s' "$dir"
+    printf -v "${name}_SOCK" '%s' "$sock"
+    if [[ -n $sock ]]; then
+        printf -v "${name}_URL" 'unix://%s' "$sock"
+    else
+        printf -v "${name}_URL" 'redis://127.0.0.1:%s/0' "$port"
+    fi
+    declare -g -a "${name}_ARGS=()"
+    local -n _args_ref="${name}_ARGS"
+    _args_ref=("$@")
+}
+
+_redis_base_dir() {
+    printf '%s\n' "${BATS_TEST_TMPDIR:-$BATS_FILE_TMPDIR}"
+}
+
+# start_redis_as NAME [redis-server ARGS...]: a fresh server on a free loopback
+# port.  Sets NAME_PORT, NAME_PID, NAME_URL (redis://127.0.0.1:PORT/0), NAME_DIR,
+# NAME_ARGS.
+start_redis_as() {
+    local name=$1 dir port try rc
+    shift
+    dir=$(mktemp -d "$(_redis_base_dir)/redis.XXXXXX")
+    for ((try = 0; try < 8; try++)); do
+        port=$(free_port) || return 1
+        rc=0
+        _redis_spawn "$dir" "$port" "" "$@" || rc=$?
+        if ((rc == 0)); then
+            _redis_set_vars "$name" "$port" "$_REDIS_SPAWNED_PID" "$dir" "" "$@"
+            return 0
+        fi
+        if ((rc == 1)) && grep -q 'Address already in use' "$dir/redis.log"; then
+            continue
+        fi
+        break
+    done
+    echo "start_redis_as $name: redis-server did not start; log:" >&2
+    cat "$dir/redis.log" >&2
+    return 1
+}
+
+# start_redis [ARGS...]: the same with NAME=REDIS, exported (REDIS_PORT,
+# REDIS_URL, REDIS_PID, REDIS_DIR) so that setup_file can share it with tests.
+start_redis() {
+    start_redis_as REDIS "$@" || return 1
+    export REDIS_PORT REDIS_URL REDIS_PID REDIS_DIR
+}
+
+# start_redis_unix_as NAME [ARGS...]: a server listening only on a unix socket
+# (mode 700).  Sets NAME_SOCK, NAME_URL (unix:///.../redis.sock), NAME_PID, ...
+start_redis_unix_as() {
+    local name=$1 dir sock rc
+    shift
+    dir=$(mktemp -d "$(_redis_base_dir)/redis.XXXXXX")
+    sock="$dir/redis.sock"
+    if ((${#sock} > 100)); then
+        # sun_path holds 108 bytes: use a short directory under /tmp.
+        dir=$(mktemp -d /tmp/blr.XXXXXX)
+        [[ -n ${CLEANUP_PATHS_FILE:-} ]] && track_path "$dir"
+        sock="$dir/redis.sock"
+    fi
+    rc=0
+    _redis_spawn "$dir" 0 "$sock" "$@" || rc=$?
+    if ((rc != 0)); then
+        echo "start_redis_unix_as $name: redis-server did not start; log:" >&2
+        cat "$dir/redis.log" >&2
+        return 1
+    fi
+    _redis_set_vars "$name" 0 "$_REDIS_SPAWNED_PID" "$dir" "$sock" "$@"
+}
+
+# start_replica_as NAME MASTER_PORT [ARGS...]: a read-only replica of the server
+# on MASTER_PORT; waits (bounded) until master_link_status:up.
+start_replica_as() {
+    local name=$1 master=$2 i port
+    shift 2
+    start_redis_as "$name" --replicaof 127.0.0.1 "$master" --replica-read-only yes "$@" || return 1
+    local -n _port_ref="${name}_PORT"
+    port=$_port_ref
+    for ((i = 0; i < 200; i++)); do
+        rcli_raw -p "$port" INFO replication 2>/dev/null | tr -d '\r' |
+            grep -qx 'master_link_status:up' && return 0
+        sleep 0.05
+    done
+    echo "start_replica_as $name: replication link to port $master never came up" >&2
+    return 1
+}
+
+# restart_redis NAME: kill NAME's server and start a new one on the same port
+# (or socket) with the same arguments.  Without persistence, all keys are gone.
+# Updates NAME_PID.
+restart_redis() {
+    local name=$1 try rc
+    local -n _pid_ref="${name}_PID" _port_ref="${name}_PORT" _dir_ref="${name}_DIR" \
+        _sock_ref="${name}_SOCK" _a_ref="${name}_ARGS"
+    stop_redis "$_pid_ref"
+    [[ -n $_sock_ref ]] && rm -f -- "$_sock_ref"
+    for ((try = 0; try < 40; try++)); do
+        rc=0
+        _redis_spawn "$_dir_ref" "$_port_ref" "$_sock_ref" "${_a_ref[@]}" || rc=$?
+        if ((rc == 0)); then
+            _pid_ref=$_REDIS_SPAWNED_PID
+            return 0
+        fi
+        ((rc == 1)) || break
+        sleep 0.1
+    done
+    echo "restart_redis $name: could not start again; log:" >&2
+    cat "$_dir_ref/redis.log" >&2
+    return 1
+}
+
+# kill_redis NAME: SIGKILL NAME's server (a crash) and reap it.
+kill_redis() {
+    local -n _pid_ref="$1_PID"
+    local pid=$_pid_ref
+    _is_redis_pid "$pid" && kill -KILL "$pid" 2>/dev/null
+    wait_for_exit "$pid" 5 || true
+    wait "$pid" 2>/dev/null || true
+    _redis_unregister "$pid"
+}
+
+# freeze_redis NAME / thaw_redis NAME: SIGSTOP / SIGCONT the server.  A frozen
+# server still accepts TCP connections (the kernel does) but never answers.
+# Teardown resumes it before killing it.
+freeze_redis() {
+    local -n _pid_ref="$1_PID"
+    _is_redis_pid "$_pid_ref" && kill -STOP "$_pid_ref"
+}
+thaw_redis() {
+    local -n _pid_ref="$1_PID"
+    _is_redis_pid "$_pid_ref" && kill -CONT "$_pid_ref"
+}
+
+# pause_redis_clients NAME [MS]: CLIENT PAUSE MS ALL (default 5000).
+pause_redis_clients() {
+    rcli_to "$1" CLIENT PAUSE "${2:-5000}" ALL
+}
+
+# --- talking to servers ---------------------------------------------------------------
+
+# rcli_to NAME ARGS...: redis-cli against NAME's server (port or socket).
+# Give a password with REDISCLI_AUTH=... in front.
+rcli_to() {
+    local -n _port_ref="$1_PORT" _sock_ref="$1_SOCK"
+    shift
+    if [[ -n ${_sock_ref:-} ]]; then
+        rcli_raw -s "$_sock_ref" "$@"
+    else
+        rcli_raw -h 127.0.0.1 -p "$_port_ref" "$@"
+    fi
+}
+
+# rcli ARGS...: redis-cli against the suite's shared server.
+rcli() {
+    rcli_raw -h 127.0.0.1 -p "$REDIS_PORT" "$@"
+}
+
+# redis_key KEY [PREFIX]: the Redis key bufferlock uses for KEY.
+redis_key() {
+    printf '%s%s\n' "${2-buffer:lock:}" "$(key_md5 "$1")"
+}
+
+# redis_key_tagged KEY [PREFIX]: the same with --hash-tag.
+redis_key_tagged() {
+    printf '{%s}%s\n' "${2-buffer:lock:}" "$(key_md5 "$1")"
+}
+
+# wait_for_key_state NAME RKEY present|absent [SECONDS]: bounded wait.
+wait_for_key_state() {
+    local name=$1 rkey=$2 want=$3 limit=${4:-10} i n got
+    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
+    for ((i = 0; i <= n; i++)); do
+        got=$(rcli_to "$name" EXISTS "$rkey" 2>/dev/null)
+        [[ $want == present && $got == 1 ]] && return 0
+        [[ $want == absent && $got == 0 ]] && return 0
+        ((i < n)) && sleep 0.05
+    done
+    return 1
+}
+
+# --- background bufferlock ---------------------------------------------------------------
+
+# bl_bg ARGS...: run bufferlock in the background (its own PID is BG_PID, so
+# signals reach bufferlock itself), stdout/stderr in $T/bg.out / $T/bg.err
+# unless BG_OUT / BG_ERR name other files.  SIGINT and SIGQUIT are restored to
+# their defaults (bash ignores them in background jobs).  Tracked for teardown.
+bl_bg() {
+    env --default-signal=INT,QUIT "$BL" "$@" </dev/null \
+        >"${BG_OUT:-$T/bg.out}" 2>"${BG_ERR:-$T/bg.err}" 3>&- &
+    BG_PID=$!
+    track_pid "$BG_PID"
+}
+
+# elapsed_ms SINCE_US: milliseconds since a now_us value.
+elapsed_ms() {
+    printf '%s\n' $((($(now_us) - $1) / 1000))
+}
+
+# assert_elapsed_between MS LOW HIGH: LOW <= MS < HIGH (milliseconds).
+assert_elapsed_between() {
+    local ms=$1 lo=$2 hi=$3
+    if ((ms < lo || ms >= hi)); then
+        fail "took ${ms} ms, expected between ${lo} and ${hi} ms"
+    fi
+}
+
+# assert_no_secret SECRET: neither $output nor $stderr contains SECRET.
+assert_no_secret() {
+    if [[ ${output-} == *"$1"* || ${stderr-} == *"$1"* ]]; then
+        batslib_print_kv_single_or_multi 6 output "${output-}" stderr "${stderr-}" |
+            batslib_decorate "the password appears in the output" | fail
+    fi
+}
+
+# assert_no_key_without_ttl NAME [DB]: every key on the server has a TTL.
+assert_no_key_without_ttl() {
+    local name=$1 db=${2:-0} k ttl
+    while IFS= read -r k; do
+        [[ -n $k ]] || continue
+        ttl=$(rcli_to "$name" -n "$db" PTTL "$k")
+        if [[ $ttl == -1 ]]; then
+            fail "key '$k' was left without a TTL"
+            return
+        fi
+    done < <(rcli_to "$name" -n "$db" --scan)
+}
+
+# --- suite-level set-up ---------------------------------------------------------------------
+
+redis_setup_file() {
+    command -v "$REDIS_SERVER_BIN" >/dev/null || {
+        echo "redis-server not found" >&2
+        return 1
+    }
+    start_redis "$@"
+}
+
+redis_teardown_file() {
+    stop_all_redis
+}
+
+redis_setup() {
+    common_setup
+    [[ -n ${REDIS_PORT:-} ]] || fail "no shared redis server (redis_setup_file not run?)"
+    _is_redis_pid "$REDIS_PID" || fail "the shared redis server (pid $REDIS_PID) is gone"
+    [[ $(rcli FLUSHALL) == OK ]] || fail "FLUSHALL on the shared server failed"
+    rcli SCRIPT FLUSH >/dev/null
+}
+
+redis_teardown() {
+    # bufferlock processes first (they may be talking to the servers), then the
+    # test's private servers; the shared server stays for the next test.
+    common_teardown
+    stop_all_redis
+    return 0
+}

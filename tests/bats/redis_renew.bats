@@ -1,0 +1,204 @@
+#!/usr/bin/env bats
+# Redis backend: TTL renewal, a lost lock, --on-lost, bufferlock's death, signals.
+
+load redis_helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() { redis_setup; }
+teardown() { redis_teardown; }
+
+# A command that records its PID and token, then sleeps in short steps (so a
+# trapped signal is handled within 0.1 s) for $1 tenths of a second.
+# Usage: sh -c "$SLEEPER" "$T/prefix" TENTHS   -> $T/prefix.pid, $T/prefix.token
+SLEEPER='echo "$BUFFERLOCK_TOKEN" > "$0.token.tmp"; mv "$0.token.tmp" "$0.token"
+echo $$ > "$0.pid.tmp"; mv "$0.pid.tmp" "$0.pid"
+i=0; while [ $i -lt "$1" ]; do sleep 0.1; i=$((i+1)); done'
+
+# count_matches TEXT SUBSTRING: how many lines of TEXT contain SUBSTRING.
+count_matches() {
+    local n=0 line
+    while IFS= read -r line; do
+        [[ $line == *"$2"* ]] && n=$((n + 1))
+    done <<<"$1"
+    printf '%s\n' "$n"
+}
+
+@test "renew: a --ttl 1 lock is kept through a 3 s command" {
+    local rk t0
+    rk=$(redis_key "$K")
+    t0=$(now_us)
+    bl_bg -r "$REDIS_URL" --ttl 1 "$K" sh -c "$SLEEPER" "$T/c" 30
+    wait_for_file "$T/c.token" 10 || fail "the command did not start"
+    # the TTL stays <= 1 s (renewal uses --ttl, not more)
+    local pttl
+    pttl=$(rcli PTTL "$rk")
+    ((pttl > 0 && pttl <= 1000)) || fail "PTTL $pttl, expected 1..1000"
+    # at t ~ 2.5 s (more than twice the TTL) the lock is still ours
+    while (($(elapsed_ms "$t0") < 2500)); do sleep 0.05; done
+    run --separate-stderr bl -r "$REDIS_URL" "$K" touch "$T/ran"
+    assert_failure 75
+    assert_file_not_exists "$T/ran"
+    assert_equal "$(rcli GET "$rk")" "$(cat "$T/c.token")"
+    pttl=$(rcli PTTL "$rk")
+    ((pttl > 0 && pttl <= 1000)) || fail "PTTL $pttl at t=2.5 s, expected 1..1000"
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.err")" ""
+    assert_equal "$(rcli EXISTS "$rk")" 0
+}
+
+@test "renew: a token replaced mid-run gives one 'lost the lock' warning and the other key is kept" {
+    local rk
+    rk=$(redis_key "$K")
+    bl_bg -r "$REDIS_URL" --ttl 0.6 "$K" sh -c "$SLEEPER; echo finished > \"\$0.done\"; exit 5" "$T/c" 20
+    wait_for_file "$T/c.token" 10 || fail "the command did not start"
+    assert_equal "$(rcli SET "$rk" othertoken PX 60000)" OK
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 5
+    # --on-lost warn (default): the command ran to its end
+    assert_file_exists "$T/c.done"
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(count_matches "$err" "lost the lock")" 1
+    [[ $err != *$'\n'* ]] || fail "more than one line on stderr: $err"
+    [[ $err == 'bufferlock: '* ]] || fail "stderr: $err"
+    assert_equal "$(rcli GET "$rk")" othertoken
+    local pttl
+    pttl=$(rcli PTTL "$rk")
+    ((pttl > 50000)) || fail "the other holder's key TTL was changed: $pttl"
+}
+
+@test "renew: a key deleted mid-run gives one warning, and nothing is recreated" {
+    local rk
+    rk=$(redis_key "$K")
+    bl_bg -r "$REDIS_URL" --ttl 0.6 "$K" sh -c "$SLEEPER" "$T/c" 15
+    wait_for_file "$T/c.token" 10 || fail "the command did not start"
+    assert_equal "$(rcli DEL "$rk")" 1
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(count_matches "$err" "lost the lock")" 1
+    [[ $err != *$'\n'* ]] || fail "more than one line on stderr: $err"
+    assert_equal "$(rcli EXISTS "$rk")" 0
+}
+
+@test "renew: -q silences the lost-lock warning" {
+    local rk
+    rk=$(redis_key "$K")
+    bl_bg -q -r "$REDIS_URL" --ttl 0.6 "$K" sh -c "$SLEEPER" "$T/c" 12
+    wait_for_file "$T/c.token" 10 || fail "the command did not start"
+    rcli DEL "$rk" >/dev/null
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.err")" ""
+}
+
+@test "renew: --on-lost term sends SIGTERM to the command" {
+    local rk t0
+    rk=$(redis_key "$K")
+    bl_bg -r "$REDIS_URL" --ttl 0.6 --on-lost term "$K" sh -c \
+        "trap 'echo term > \"\$0.term\"; exit 7' TERM; $SLEEPER; echo finished > \"\$0.done\"" "$T/c" 100
+    wait_for_file "$T/c.token" 10 || fail "the command did not start"
+    t0=$(now_us)
+    rcli SET "$rk" othertoken PX 60000 >/dev/null
+    wait_for_exit "$BG_PID" 8 || fail "bufferlock did not exit after the lock was lost"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 7
+    assert_file_exists "$T/c.term"
+    assert_file_not_exists "$T/c.done"
+    local ms
+    ms=$(elapsed_ms "$t0")
+    ((ms < 4000)) || fail "the command was stopped only after $ms ms"
+    assert_equal "$(count_matches "$(cat "$T/bg.err")" "lost the lock")" 1
+    assert_equal "$(rcli GET "$rk")" othertoken
+}
+
+@test "renew: --on-lost term with a command that ignores TERM: SIGKILL after --kill-after" {
+    local rk t0
+    rk=$(redis_key "$K")
+    # the command handles TERM by noting it and carrying on
+    bl_bg -r "$REDIS_URL" --ttl 0.6 --on-lost term --kill-after 0.5 "$K" sh -c \
+        "trap 'echo term >> \"\$0.term\"' TERM; $SLEEPER; echo finished > \"\$0.done\"" "$T/c" 100
+    wait_for_file "$T/c.pid" 10 || fail "the command did not start"
+    track_pid "$(cat "$T/c.pid")"
+    t0=$(now_us)
+    rcli DEL "$rk" >/dev/null
+    wait_for_exit "$BG_PID" 8 || fail "bufferlock did not exit after the lock was lost"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 137
+    assert_file_exists "$T/c.term"
+    assert_file_not_exists "$T/c.done"
+    local ms
+    ms=$(elapsed_ms "$t0")
+    # lost within ~0.2-0.4 s (TTL/3), then 0.5 s grace
+    ((ms >= 400 && ms < 5000)) || fail "SIGKILL came after $ms ms"
+    wait_for_exit "$(cat "$T/c.pid")" 3 || fail "the command is still alive"
+}
+
+@test "renew: SIGKILL of bufferlock terminates the command; the key expires within the TTL" {
+    local rk t0
+    rk=$(redis_key "$K")
+    bl_bg -r "$REDIS_URL" --ttl 1 "$K" sh -c "$SLEEPER" "$T/c" 300
+    wait_for_file "$T/c.pid" 10 || fail "the command did not start"
+    local cpid
+    cpid=$(cat "$T/c.pid")
+    track_pid "$cpid"
+    assert_equal "$(rcli EXISTS "$rk")" 1
+    kill -KILL "$BG_PID"
+    t0=$(now_us)
+    wait_for_exit "$cpid" 5 || fail "the command survived bufferlock's death"
+    wait_for_key_state REDIS "$rk" absent 3 || fail "the key is still there $(elapsed_ms "$t0") ms after bufferlock died"
+    local ms
+    ms=$(elapsed_ms "$t0")
+    ((ms < 2500)) || fail "the key went away only after $ms ms (TTL 1 s)"
+    wait_for_exit "$BG_PID" 2
+    reap "$BG_PID"
+}
+
+@test "renew: signals sent to bufferlock reach the command" {
+    local sigs=(USR1 USR2 HUP WINCH INT QUIT) s
+    local traps=''
+    for s in "${sigs[@]}"; do
+        traps+="trap 'echo $s >> \"\$0.sigs\"' $s; "
+    done
+    bl_bg -r "$REDIS_URL" "$K" sh -c \
+        "${traps}trap 'echo TERM >> \"\$0.sigs\"; exit 9' TERM; $SLEEPER" "$T/c" 150
+    wait_for_file "$T/c.pid" 10 || fail "the command did not start"
+    track_pid "$(cat "$T/c.pid")"
+    local n=0 i
+    for s in "${sigs[@]}"; do
+        kill "-$s" "$BG_PID"
+        n=$((n + 1))
+        for ((i = 0; i < 60; i++)); do
+            [[ -f $T/c.sigs && $(wc -l <"$T/c.sigs") -ge $n ]] && break
+            sleep 0.05
+        done
+        grep -qx "$s" "$T/c.sigs" 2>/dev/null || fail "SIG$s did not reach the command"
+    done
+    pid_alive "$BG_PID" || fail "bufferlock died of a forwarded signal"
+    kill -TERM "$BG_PID"
+    wait_for_exit "$BG_PID" 5 || fail "bufferlock did not exit after SIGTERM"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 9
+    grep -qx TERM "$T/c.sigs" || fail "SIGTERM did not reach the command"
+    assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 0
+}
+
+@test "renew: SIGTERM to bufferlock with a plain command gives 143 and releases" {
+    bl_bg -r "$REDIS_URL" "$K" sh -c 'echo $$ > "$0"; exec sleep 30' "$T/c.pid"
+    wait_for_file "$T/c.pid" 10 || fail "the command did not start"
+    track_pid "$(cat "$T/c.pid")"
+    assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 1
+    kill -TERM "$BG_PID"
+    wait_for_exit "$BG_PID" 5 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 143
+    assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 0
+    assert_equal "$(cat "$T/bg.err")" ""
+}
