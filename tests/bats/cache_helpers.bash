@@ -1,0 +1,242 @@
+# shellcheck shell=bash
+# Helpers for the black-box suites of `bufferlock cache` (cache_*.bats).
+#
+# Load after helpers.bash (or redis_helpers.bash, which loads it):
+#
+#   load helpers
+#   load cache_helpers
+#   setup()    { cache_setup; }
+#   teardown() { cache_teardown; }
+#
+# cache_setup gives each test a private cache directory $C (not created: the
+# binary creates it) and a run counter $RUNS; cache_teardown kills every
+# tracked background process together with its descendants (by PID).
+
+# cache_setup: common_setup + $C, $RUNS, $T/bin/counted.
+cache_setup() {
+    common_setup
+    C="$T/cache"
+    RUNS="$T/runs"
+    CALLER_PIDS=()
+    mkdir -p "$T/bin"
+    # counted [SLEEP [TEXT]]: count one run in $RUNS (one line each, appended
+    # atomically), sleep SLEEP seconds, print TEXT (default: a line unique to
+    # this run, so a rebuild never prints what a hit prints).
+    cat >"$T/bin/counted" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+if [ -n "\${1:-}" ]; then sleep "\$1"; fi
+if [ \$# -ge 2 ]; then printf '%s\n' "\$2"; else printf 'run %s at %s\n' "\$\$" "\$(date +%s%N)"; fi
+EOF
+    chmod +x "$T/bin/counted"
+    COUNTED="$T/bin/counted"
+}
+
+cache_teardown() {
+    track_descendants
+    common_teardown
+}
+
+# descendants PID: every descendant of PID (children first-level first).
+descendants() {
+    local kid
+    for kid in $(pgrep -P "$1" 2>/dev/null); do
+        printf '%s\n' "$kid"
+        descendants "$kid"
+    done
+}
+
+# track_descendants: add the current descendants of every tracked PID to the
+# teardown list (so a build's command dies with its bufferlock).
+track_descendants() {
+    [[ -s ${BG_PIDS_FILE:-} ]] || return 0
+    local pids=() kids=() pid
+    mapfile -t pids <"$BG_PIDS_FILE"
+    for pid in "${pids[@]}"; do
+        mapfile -t kids < <(descendants "$pid")
+        track_pid "${kids[@]}"
+    done
+    return 0
+}
+
+# kill_tree PID: SIGKILL PID and all its descendants (a crash), wait until gone.
+kill_tree() {
+    local all=("$1") pid
+    mapfile -t -O 1 all < <(descendants "$1")
+    for pid in "${all[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    for pid in "${all[@]}"; do
+        wait_for_exit "$pid" 5 || fail "process $pid survived SIGKILL"
+    done
+    wait "$1" 2>/dev/null || true
+}
+
+# blc ARGS...: `bufferlock cache` with the test's cache directory.
+blc() {
+    "$BL" cache --cache-dir "$C" "$@"
+}
+
+# blc_bg ARGS...: blc in the background; BG_PID is bufferlock's own PID;
+# stdout/stderr to ${BG_OUT:-$T/bg.out} / ${BG_ERR:-$T/bg.err}.
+blc_bg() {
+    "$BL" cache --cache-dir "$C" "$@" </dev/null \
+        >"${BG_OUT:-$T/bg.out}" 2>"${BG_ERR:-$T/bg.err}" 3>&- &
+    BG_PID=$!
+    track_pid "$BG_PID"
+}
+
+# entry_path KEY [CACHEDIR]: where KEY's entry lives.
+entry_path() {
+    printf '%s/%s.entry\n' "${2:-$C}" "$(key_md5 "$1")"
+}
+
+# temp_files [CACHEDIR]: the temporary files in the cache dir, one a line.
+temp_files() {
+    [[ -d ${1:-$C} ]] || return 0
+    find "${1:-$C}" -maxdepth 1 -name '.tmp-*' -print 2>/dev/null
+}
+
+# wait_for_temp_file [SECONDS] [CACHEDIR]: bounded wait until a temp file
+# exists; sets TMPF to its path.
+wait_for_temp_file() {
+    local limit=${1:-10} dir=${2:-$C} i n
+    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
+    for ((i = 0; i <= n; i++)); do
+        TMPF=$(temp_files "$dir" | head -n 1)
+        [[ -n $TMPF ]] && return 0
+        sleep 0.05
+    done
+    fail "no temporary file appeared in $dir within ${limit}s"
+}
+
+# runs: how many times the counted command ran.
+runs() {
+    if [[ -f $RUNS ]]; then
+        wc -l <"$RUNS" | tr -d ' '
+    else
+        echo 0
+    fi
+}
+
+# assert_runs N
+assert_runs() {
+    local got
+    got=$(runs)
+    [[ $got == "$1" ]] || fail "the command ran $got times, expected $1"
+}
+
+# sha FILE: sha256 of FILE.
+sha() {
+    local s
+    s=$(sha256sum <"$1")
+    printf '%s\n' "${s%% *}"
+}
+
+# assert_same_bytes EXPECTED ACTUAL: byte-identical files.
+assert_same_bytes() {
+    if ! cmp -s -- "$1" "$2"; then
+        fail "$(printf '%s and %s differ (sizes %s / %s): %s' "$1" "$2" \
+            "$(stat -c %s -- "$1" 2>/dev/null)" "$(stat -c %s -- "$2" 2>/dev/null)" \
+            "$(cmp -- "$1" "$2" 2>&1 | head -n 1)")"
+    fi
+}
+
+# assert_no_entry KEY: no entry for KEY and no temp file in $C.
+assert_no_entry() {
+    assert_file_not_exists "$(entry_path "$1")"
+    local tmps
+    tmps=$(temp_files)
+    [[ -z $tmps ]] || fail "temporary files left behind: $tmps"
+}
+
+# assert_file_one_warning FILE SUBSTRING...: FILE (a captured stderr) is one
+# 'bufferlock: ' line containing each SUBSTRING.
+assert_file_one_warning() {
+    local file=$1
+    shift
+    stderr=$(cat -- "$file")
+    assert_one_bufferlock_line "$@"
+}
+
+# spawn_caller I ARGS...: `bufferlock cache --cache-dir $C ARGS...` in the
+# background with stdout/stderr in $T/out.I / $T/err.I, and "STATUS MS" (exit
+# status, wall time in ms) in $T/res.I.  The PID goes to CALLER_PIDS.
+spawn_caller() {
+    local i=$1
+    shift
+    (
+        s=$(now_us)
+        rc=0
+        "$BL" cache --cache-dir "$C" "$@" </dev/null >"$T/out.$i" 2>"$T/err.$i" || rc=$?
+        printf '%s %s\n' "$rc" $((($(now_us) - s) / 1000)) >"$T/res.$i"
+    ) 3>&- &
+    CALLER_PIDS+=("$!")
+    track_pid "$!"
+}
+
+# spawn_subst_caller I ARGS...: the same, but bufferlock's stdout AND stderr
+# are captured by $(...), which returns only once every holder of the pipe
+# (a detached rebuild included) has closed it.  Output in $T/out.I.
+spawn_subst_caller() {
+    local i=$1
+    shift
+    (
+        s=$(now_us)
+        rc=0
+        out=$("$BL" cache --cache-dir "$C" "$@" </dev/null 2>&1) || rc=$?
+        e=$(now_us)
+        printf '%s\n' "$out" >"$T/out.$i"
+        printf '%s %s\n' "$rc" $(((e - s) / 1000)) >"$T/res.$i"
+    ) 3>&- &
+    CALLER_PIDS+=("$!")
+    track_pid "$!"
+}
+
+# wait_callers [SECONDS]: bounded wait for every spawned caller.
+wait_callers() {
+    local limit=${1:-30} pid
+    for pid in "${CALLER_PIDS[@]}"; do
+        wait_for_exit "$pid" "$limit" || fail "caller $pid still running after ${limit}s"
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+# caller_status I / caller_ms I: from $T/res.I.
+caller_status() {
+    local rc ms
+    read -r rc ms <"$T/res.$1" || fail "no result for caller $1"
+    printf '%s\n' "$rc"
+}
+caller_ms() {
+    local rc ms
+    read -r rc ms <"$T/res.$1" || fail "no result for caller $1"
+    printf '%s\n' "$ms"
+}
+
+# flip_byte FILE OFFSET: invert the byte at OFFSET in place.
+flip_byte() {
+    local file=$1 off=$2 b
+    b=$(od -An -tu1 -j "$off" -N 1 -- "$file" | tr -d ' ')
+    [[ -n $b ]] || fail "cannot read byte $off of $file"
+    # shellcheck disable=SC2059
+    printf "$(printf '\\%03o' $((b ^ 0xff)))" |
+        dd of="$file" bs=1 seek="$off" count=1 conv=notrunc status=none
+}
+
+# elapsed_ms SINCE_US: milliseconds since a now_us value (redis_helpers.bash
+# has the same function).
+if ! declare -F elapsed_ms >/dev/null; then
+    elapsed_ms() {
+        printf '%s\n' $((($(now_us) - $1) / 1000))
+    }
+fi
+
+# sleep_until US: sleep until the now_us clock reaches US.
+sleep_until() {
+    local now
+    now=$(now_us)
+    if ((now < $1)); then
+        sleep "$(awk -v d=$(($1 - now)) 'BEGIN { printf "%.3f", d / 1e6 }')"
+    fi
+}
