@@ -1,0 +1,392 @@
+/* bench/spawn.c — tiny timing driver for bench/file-lock.sh.
+ *
+ * The shell is not used as the timing harness (its fork cost would distort
+ * the ratios): this program posix_spawn()s the command itself and collects
+ * wall time (CLOCK_MONOTONIC) and ru_maxrss (wait4) per run.
+ *
+ *   spawn run N -- CMD ARGS...
+ *       Run CMD N times, one after the other.  One line per run on stdout:
+ *       "<wall_ns> <maxrss_kib> <wait_status>".
+ *
+ *   spawn par P N -- CMD ARGS...
+ *       Fork P workers; each runs CMD N times sequentially.  Prints one line
+ *       "<wall_ns> <failed_runs>" (wall = first fork .. last worker reaped).
+ *
+ *   spawn handoff REPS LOCKFILE -- CMD ARGS...
+ *       REPS times: take flock(LOCK_EX) on LOCKFILE, spawn CMD (a waiter that
+ *       should block on the same lock, then exec a program printing
+ *       CLOCK_MONOTONIC in ns on stdout), wait (up to 300 ms) until
+ *       /proc/locks shows a blocked FLOCK waiter on LOCKFILE's inode, wait
+ *       1 ms more, read CLOCK_MONOTONIC and
+ *       release the lock with close().  Prints one line per rep:
+ *       "<latency_ns> <waiter_seen_blocked 0|1> <wait_status>"
+ *       where latency = waiter's printed time - release time.
+ *
+ *   spawn rss
+ *       Print this driver's own peak RSS (VmHWM, KiB).  The kernel folds the
+ *       pre-exec image's RSS into a child's ru_maxrss, and posix_spawn's
+ *       child shares the driver's memory until it execs, so no ru_maxrss
+ *       reported by this driver can be below roughly this value.
+ *
+ * Every child is reaped by pid.  On a timeout, SIGINT, SIGTERM or SIGHUP the
+ * children are killed by pid (par: by the process group each worker leads,
+ * which holds its commands) and reaped before the driver exits.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "spawn: %s: %s\n", what, strerror(errno));
+    exit(2);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: spawn run N -- CMD...\n"
+            "       spawn par P N -- CMD...\n"
+            "       spawn handoff REPS LOCKFILE -- CMD...\n"
+            "       spawn rss\n");
+    exit(2);
+}
+
+static long num(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 0)
+        usage();
+    return v;
+}
+
+static pid_t spawn_cmd(char **argv, posix_spawn_file_actions_t *fa,
+                       posix_spawnattr_t *attr)
+{
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], fa, attr, argv, environ);
+    if (rc != 0) {
+        errno = rc;
+        fprintf(stderr, "spawn: posix_spawn %s: %s\n", argv[0], strerror(rc));
+        return -1;
+    }
+    return pid;
+}
+
+static pid_t waitpid_eintr(pid_t pid, int *status, struct rusage *ru)
+{
+    pid_t r;
+    do
+        r = wait4(pid, status, 0, ru);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+/* The one child being waited for in run/handoff: killed by pid on timeout. */
+static pid_t cur_child = -1;
+
+static void child_timeout(int sig)
+{
+    if (cur_child > 0)
+        kill(cur_child, SIGKILL);
+    static const char msg[] = "spawn: timeout (30 s), child killed\n";
+    static const char msg2[] = "spawn: signalled, child killed\n";
+    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
+                               : write(2, msg2, sizeof msg2 - 1);
+    (void)w;
+    _exit(3);
+}
+
+/* SIGALRM (timeout) and the usual termination signals run `handler`. */
+static void on_stop_signals(void (*handler)(int))
+{
+    signal(SIGALRM, handler);
+    signal(SIGINT, handler);
+    signal(SIGTERM, handler);
+    signal(SIGHUP, handler);
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+static int mode_run(long n, char **cmd)
+{
+    int failures = 0;
+    on_stop_signals(child_timeout);
+    for (long i = 0; i < n; i++) {
+        struct rusage ru;
+        int status = 0;
+        alarm(30);
+        int64_t t0 = now_ns();
+        pid_t pid = cur_child = spawn_cmd(cmd, NULL, NULL);
+        if (pid < 0)
+            return 2;
+        if (waitpid_eintr(pid, &status, &ru) != pid)
+            die("wait4");
+        int64_t t1 = now_ns();
+        cur_child = -1;
+        alarm(0);
+        if (status != 0)
+            failures++;
+        printf("%lld %ld %d\n", (long long)(t1 - t0), ru.ru_maxrss, status);
+    }
+    if (fflush(stdout) != 0)
+        die("stdout");
+    if (failures)
+        fprintf(stderr, "spawn: %d of %ld runs of %s exited non-zero\n",
+                failures, n, cmd[0]);
+    return failures ? 1 : 0;
+}
+
+/* ---- par ---------------------------------------------------------------- */
+
+#define MAXP 64
+static pid_t workers[MAXP];
+static int nworkers;
+
+static void kill_workers(int sig)
+{
+    for (int i = 0; i < nworkers; i++)
+        if (workers[i] > 0)
+            kill(-workers[i], SIGKILL); /* the worker's own process group */
+    /* As a child subreaper we also get their orphaned commands: reap all. */
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+    static const char msg[] = "spawn: par: timeout, workers killed\n";
+    static const char msg2[] = "spawn: par: signalled, workers killed\n";
+    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
+                               : write(2, msg2, sizeof msg2 - 1);
+    (void)w;
+    _exit(3);
+}
+
+static int mode_par(long p, long n, char **cmd, unsigned timeout_s)
+{
+    if (p < 1 || p > MAXP)
+        usage();
+    /* Workers lead their own process groups (so a timeout can kill each
+     * with its command), which also keeps a terminal's ^C from reaching
+     * them: the handler kills them instead. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    on_stop_signals(kill_workers);
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop, &old); /* until every worker is recorded */
+    int64_t t0 = now_ns();
+    for (long i = 0; i < p; i++) {
+        pid_t w = fork();
+        if (w < 0)
+            die("fork");
+        if (w == 0) {
+            on_stop_signals(SIG_DFL);
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            setpgid(0, 0);
+            int bad = 0;
+            for (long j = 0; j < n; j++) {
+                int status;
+                pid_t pid = spawn_cmd(cmd, NULL, NULL);
+                if (pid < 0)
+                    _exit(255);
+                if (waitpid_eintr(pid, &status, NULL) != pid)
+                    _exit(255);
+                if (status != 0 && bad < 254)
+                    bad++;
+            }
+            _exit(bad);
+        }
+        setpgid(w, w); /* also in the parent: no race with kill_workers */
+        workers[nworkers++] = w;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    alarm(timeout_s);
+    long bad = 0;
+    for (int i = 0; i < nworkers; i++) {
+        int status;
+        if (waitpid_eintr(workers[i], &status, NULL) != workers[i])
+            die("waitpid");
+        workers[i] = 0;
+        if (!WIFEXITED(status))
+            bad += n;
+        else
+            bad += WEXITSTATUS(status);
+    }
+    alarm(0);
+    int64_t t1 = now_ns();
+    printf("%lld %ld\n", (long long)(t1 - t0), bad);
+    return bad ? 1 : 0;
+}
+
+/* ---- handoff ------------------------------------------------------------ */
+
+/* Is there a blocked FLOCK waiter ("->") on inode `ino` in /proc/locks? */
+static int waiter_blocked(unsigned long long ino)
+{
+    char buf[1 << 16];
+    int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 &&
+           (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    close(fd);
+    buf[len] = '\0';
+    char want[48];
+    snprintf(want, sizeof want, ":%llu ", ino);
+    for (char *line = buf; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(line, "-> FLOCK") && strstr(line, want))
+            return 1;
+        line = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+static int mode_handoff(long reps, const char *lockfile, char **cmd)
+{
+    int failures = 0;
+    on_stop_signals(child_timeout);
+    for (long i = 0; i < reps; i++) {
+        int lfd = open(lockfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lfd < 0)
+            die(lockfile);
+        if (flock(lfd, LOCK_EX) < 0)
+            die("flock");
+        struct stat st;
+        if (fstat(lfd, &st) < 0)
+            die("fstat");
+
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+            die("pipe");
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        alarm(30);
+        cur_child = spawn_cmd(cmd, &fa, NULL);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pfd[1]);
+        if (cur_child < 0)
+            return 2;
+
+        /* Wait (up to 300 ms) until the waiter is blocked in the kernel;
+         * a waiter that polls with LOCK_NB never shows up as blocked. */
+        int seen = 0, reaped = 0, status = 0;
+        int64_t deadline = now_ns() + 300000000LL;
+        while (now_ns() < deadline) {
+            int b = waiter_blocked((unsigned long long)st.st_ino);
+            if (b != 0) {
+                seen = b > 0;
+                break;
+            }
+            if (waitpid(cur_child, &status, WNOHANG) == cur_child) {
+                reaped = 1; /* waiter already gone: it never blocked */
+                break;
+            }
+            struct timespec ts = {0, 100000}; /* 100 us */
+            nanosleep(&ts, NULL);
+        }
+        /* Let it sit blocked a moment (longer if /proc/locks told nothing). */
+        struct timespec settle = {0, seen ? 1000000 : 20000000};
+        nanosleep(&settle, NULL);
+
+        int64_t t_release = now_ns();
+        close(lfd); /* releases the flock: the waiter may run now */
+
+        char out[128];
+        size_t len = 0;
+        ssize_t r;
+        while (len < sizeof out - 1 &&
+               ((r = read(pfd[0], out + len, sizeof out - 1 - len)) > 0 ||
+                (r < 0 && errno == EINTR)))
+            if (r > 0)
+                len += (size_t)r;
+        out[len] = '\0';
+        close(pfd[0]);
+        if (!reaped &&
+            waitpid_eintr(cur_child, &status, NULL) != cur_child)
+            die("waitpid");
+        cur_child = -1;
+        alarm(0);
+
+        char *end;
+        long long t_start = strtoll(out, &end, 10);
+        if (end == out || status != 0) {
+            failures++;
+            printf("nan %d %d\n", seen, status);
+            continue;
+        }
+        printf("%lld %d %d\n", t_start - (long long)t_release, seen, status);
+    }
+    if (fflush(stdout) != 0)
+        die("stdout");
+    return failures ? 1 : 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage();
+    const char *mode = argv[1];
+    if (strcmp(mode, "rss") == 0) {
+        /* VmHWM, not getrusage(): after execve ru_maxrss also covers the
+         * pre-exec image (the shell that started us). */
+        char line[256];
+        FILE *f = fopen("/proc/self/status", "r");
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, "VmHWM:", 6) == 0) {
+                printf("%ld\n", strtol(line + 6, NULL, 10));
+                return 0;
+            }
+        puts("0");
+        return 0;
+    }
+    int nfixed = strcmp(mode, "run") == 0       ? 1
+                 : strcmp(mode, "par") == 0     ? 2
+                 : strcmp(mode, "handoff") == 0 ? 2
+                                                : -1;
+    if (nfixed < 0 || argc < 2 + nfixed + 2 ||
+        strcmp(argv[2 + nfixed], "--") != 0)
+        usage();
+    char **cmd = argv + 2 + nfixed + 1;
+    if (cmd[0][0] != '/') {
+        fprintf(stderr, "spawn: command must be an absolute path: %s\n", cmd[0]);
+        return 2;
+    }
+    if (strcmp(mode, "run") == 0)
+        return mode_run(num(argv[2]), cmd);
+    if (strcmp(mode, "par") == 0)
+        return mode_par(num(argv[2]), num(argv[3]), cmd, 600);
+    return mode_handoff(num(argv[2]), argv[3], cmd);
+}
