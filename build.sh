@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev)
-test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps)
+test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps iproute2 python3
+  redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper)
 jobs=${JOBS:-$(nproc)}
 
 say() { printf '==> %s\n' "$*"; }
@@ -26,9 +27,20 @@ install_packages() {
   say "installing ${missing[*]}"
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
+  # No service may start from a package's install script (redis-server would
+  # start one on port 6379): the tests start their own servers.
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+    made_policy=1
+  fi
+  local status=0
+  "${sudo[@]}" apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null || status=$?
+  [ "$made_policy" -eq 0 ] || "${sudo[@]}" rm -f "$policy"
+  return "$status"
 }
 
 configure_and_build() { # DIR [cmake args...]

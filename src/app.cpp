@@ -23,9 +23,6 @@ namespace bufferlock {
 
 namespace {
 
-// The longest KEY for which "BUFFERLOCK_KEY=KEY" fits in one environment
-// string (the kernel's MAX_ARG_STRLEN of 131072 bytes, NUL included).
-constexpr std::size_t max_env_key = 131072 - sizeof("BUFFERLOCK_KEY=");
 
 int write_stdout(std::string_view text) {
   while (!text.empty()) {
@@ -38,9 +35,8 @@ int write_stdout(std::string_view text) {
 }
 
 void export_key(const Options& o) {
+  scrub_lock_env(); // never pass on variables of a lock we do not hold
   if (o.key.size() <= max_env_key) ::setenv("BUFFERLOCK_KEY", o.key.c_str(), 1);
-  else ::unsetenv("BUFFERLOCK_KEY");
-  ::unsetenv("BUFFERLOCK_FD"); // never pass on one we do not hold
 }
 
 // The command, in place of this process when the lock can be inherited, else
@@ -104,6 +100,7 @@ int cmd_acquire(const Options& o) {
 int cmd_release_or_extend(const Options& o) {
   auto lock = make_lock(o, {});
   auto& redis = static_cast<RedisLock&>(*lock);
+  if (o.token.empty()) throw UsageError(Msg::usage_bad_token, {{"value", o.token}}, o.messages_file);
   redis.use_token(o.token);
   const bool release = o.command == Command::release;
   auto result = release ? redis.release_token() : redis.extend_token();

@@ -170,15 +170,15 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
     messages_file_seen = o.messages_file;
     break;
   case Opt::ttl: {
-    const Nanos ttl = duration_value(typed, value);
+    const auto ttl = parse_duration(value, AllowInfinite::no);
     // Redis takes whole milliseconds: round to the nearest, and refuse 0.
-    if ((ttl.count() + 500'000) / 1'000'000 < 1)
-      usage(Msg::usage_bad_duration, {{"option", typed}, {"value", value}});
-    o.redis.ttl = ttl;
+    if (!ttl || (ttl->count() + 500'000) / 1'000'000 < 1)
+      usage(Msg::redis_ttl_invalid, {{"option", typed}, {"value", value}});
+    o.redis.ttl = *ttl;
     break;
   }
   case Opt::key_prefix:
-    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    if (value.empty()) usage(Msg::redis_namespace_invalid, {{"option", typed}});
     o.redis.key_prefix = std::string(value);
     break;
   case Opt::hash_tag: o.redis.hash_tag = true; break;

@@ -42,7 +42,10 @@ namespace bufferlock {
   X(usage_redis_unavailable, "the redis backend is not part of this build")                        \
   X(usage_subcommand_unavailable, "'bufferlock %{command}' is not part of this build")               \
   X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                               \
-  X(usage_bad_token, "invalid TOKEN '%{value}': expected the token 'bufferlock acquire' printed")  \
+  X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")            \
+  X(redis_ttl_invalid,                                                                             \
+    "invalid %{option} '%{value}': expected seconds > 0 such as 60, 2.5 or 500ms (at least 1 ms)") \
+  X(redis_namespace_invalid, "%{option} needs a non-empty key prefix")                             \
   X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                            \
   X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                 \
   X(usage_option_needs, "%{option} needs %{value}")                                                \

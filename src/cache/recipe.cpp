@@ -157,6 +157,8 @@ int cache_main(const Options& o) {
   sigaddset(&quiet, SIGXFSZ);
   ::sigprocmask(SIG_BLOCK, &quiet, nullptr);
 
+  // A build holds no lock the command could use: it gets no lock variables.
+  scrub_lock_env();
   const CacheStore store(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
   if (o.cache.gc) return gc(o, store);
   if (o.cache.drop) {

@@ -40,6 +40,12 @@ int exec_command(const std::vector<std::string>& argv) {
   return exec_failure_status(err);
 }
 
+void scrub_lock_env() {
+  for (const char* name : {"BUFFERLOCK_KEY", "BUFFERLOCK_BACKEND", "BUFFERLOCK_FD", "BUFFERLOCK_TOKEN",
+                           "BUFFERLOCK_REDIS_KEY"})
+    ::unsetenv(name);
+}
+
 int exit_status_from_wait(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return exit_code::signal_base + WTERMSIG(wait_status);

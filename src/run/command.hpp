@@ -17,6 +17,15 @@ namespace bufferlock {
 // command was not found, 126 when it was found but could not be executed.
 int exec_command(const std::vector<std::string>& argv);
 
+// The longest KEY for which "BUFFERLOCK_KEY=KEY" fits in one environment
+// string (the kernel's MAX_ARG_STRLEN of 131072 bytes, NUL included).
+inline constexpr std::size_t max_env_key = 131072 - sizeof("BUFFERLOCK_KEY=");
+
+// Removes every BUFFERLOCK_* variable that describes a held lock (KEY,
+// BACKEND, FD, TOKEN, REDIS_KEY) from this process's environment, so that a
+// command never inherits the description of somebody else's lock.
+void scrub_lock_env();
+
 // The exit status a wait(2) status stands for: the code, or 128+N for signal N.
 int exit_status_from_wait(int wait_status);
 
