@@ -1,24 +1,66 @@
 # bash completion for bufferlock(1)                          -*- shell-script -*-
 #
 # Needs the bash-completion package (_init_completion, _filedir,
-# _command_offset). Installed as .../bash-completion/completions/bufferlock.bash,
+# _command_offset). Installed as .../bash-completion/completions/bufferlock,
 # it is loaded on demand the first time "bufferlock <TAB>" is completed.
 #
 # The command line is read the way bufferlock reads it: an optional
 # subcommand first, then options, then KEY (the first word that is not an
 # option, or the word after "--"), then the command, which is completed as a
 # command line of its own.
+#
+# Every long option of "bufferlock --help" and "bufferlock cache --help" is
+# listed below, and nothing else: tests/bats/docs.bats checks both ways.
 
 # Options that take a value, as separate words (-w 5, --wait 5).
 _bufferlock_takes_value()
 {
     case $1 in
-        -d | --dir | -w | --wait | --timeout | -E | --busy-exit | \
-            --conflict-exit-code | --error-exit | -c | --command)
+        -d | --dir | -r | --redis | -w | --wait | --timeout | -E | --busy-exit | \
+            --conflict-exit-code | --error-exit | -c | --command | --messages | \
+            --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
+            --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
+            --max-age | --stale)
             return 0
             ;;
     esac
     return 1
+}
+
+# The options that make sense with subcommand $1 (run when none was given).
+_bufferlock_options()
+{
+    local backend='-d --dir -r --redis'
+    local wait='-n --nonblock -w --wait --timeout'
+    local busy='-E --busy-exit --conflict-exit-code'
+    local messages='-v --verbose -q --quiet --messages -h --help'
+    local redis='--namespace --hash-tag --connect-timeout --io-timeout'
+    local redis_wait='--ttl --step --ratio --max-step'
+    local redis_run='--on-lost --kill-after'
+    case $1 in
+        run)
+            echo "$backend $wait $busy --error-exit --fail-open -c --command
+                -s --shared -o --close -F --no-fork $redis $redis_wait $redis_run
+                $messages -V --version --list-messages"
+            ;;
+        cache)
+            echo "--cache-dir --max-age --stale --background --stale-if-error
+                --drop --gc $backend $wait $busy --error-exit --fail-open
+                -c --command $redis $redis_wait $redis_run $messages"
+            ;;
+        status)
+            echo "$backend -s --shared $busy --error-exit $redis $messages"
+            ;;
+        acquire)
+            echo "-r --redis $wait $busy --error-exit $redis $redis_wait $messages"
+            ;;
+        release)
+            echo "-r --redis --error-exit $redis $messages"
+            ;;
+        extend)
+            echo "-r --redis --ttl $busy --error-exit $redis $messages"
+            ;;
+    esac
 }
 
 _bufferlock()
@@ -27,20 +69,14 @@ _bufferlock()
     # -n : keeps KEYs such as "deploy:prod" in one word; -s splits --opt=value.
     _init_completion -s -n : || return
 
-    local subcommands="run status"
-    local run_opts="-d --dir -n --nonblock -w --wait --timeout
-        -E --busy-exit --conflict-exit-code --error-exit --fail-open
-        -c --command -s --shared -o --close -F --no-fork
-        -v --verbose -q --quiet -h --help -V --version"
-    local status_opts="-d --dir -s --shared
-        -E --busy-exit --conflict-exit-code --error-exit
-        -v --verbose -q --quiet -h --help -V --version"
+    local subcommands="run cache status acquire release extend"
 
     # Walk the words before the cursor: subcommand, options, KEY.
     local sub=run i=1 key_at=0 shell_before_key=false end_of_options=false
+    local no_command=false
     if ((cword > 1)); then
         case ${words[1]} in
-            run | status)
+            run | cache | status | acquire | release | extend)
                 sub=${words[1]}
                 i=2
                 ;;
@@ -55,6 +91,7 @@ _bufferlock()
             break
         elif [[ $w == --?* ]]; then
             [[ $w == --command || $w == --command=* ]] && shell_before_key=true
+            [[ $w == --drop ]] && no_command=true
             [[ $w != *=* ]] && _bufferlock_takes_value "$w" && ((i++))
         elif [[ $w == -?* ]]; then
             # A cluster of short options: -nv, -w5, -dDIR, -nw 5.
@@ -74,8 +111,11 @@ _bufferlock()
     done
 
     if ((key_at > 0)); then
-        # Past KEY: nothing more for status, or the command for run.
-        [[ $sub == status || $shell_before_key == true ]] && return
+        # Past KEY: the command for run and cache; nothing else takes one
+        # (release and extend take a TOKEN, which only "acquire" knows).
+        [[ $sub == run || $sub == cache ]] || return
+        $shell_before_key && return
+        $no_command && return
         local cmd_at=$((key_at + 1))
         if ((cword == cmd_at)) && [[ $cur == -* ]]; then
             _bufferlock_reply '-- -c --command'
@@ -106,8 +146,18 @@ _bufferlock()
         done
     fi
     case $value_of in
-        -d | --dir)
+        -d | --dir | --cache-dir)
             _filedir -d
+            return
+            ;;
+        --messages)
+            _filedir
+            return
+            ;;
+        -r | --redis)
+            _bufferlock_reply 'redis://localhost:6379/0 unix:///'
+            __ltrim_colon_completions "$cur"
+            compopt -o nospace
             return
             ;;
         -w | --wait | --timeout)
@@ -122,18 +172,23 @@ _bufferlock()
             _bufferlock_reply '69 0 1'
             return
             ;;
-        -c | --command)
-            return # a shell command: free text
+        --on-lost)
+            _bufferlock_reply 'warn term'
+            return
+            ;;
+        --ttl)
+            _bufferlock_reply '60 10 30 5m 10m 1h'
+            return
+            ;;
+        -c | --command | --namespace | --connect-timeout | --io-timeout | \
+            --step | --ratio | --max-step | --kill-after | --max-age | --stale)
+            return # free text or a number
             ;;
     esac
     $split && return
 
     if [[ $cur == -* ]]; then
-        if [[ $sub == status ]]; then
-            _bufferlock_reply "$status_opts"
-        else
-            _bufferlock_reply "$run_opts"
-        fi
+        _bufferlock_reply "$(_bufferlock_options "$sub")"
         return
     fi
     # A subcommand only as the first word; a KEY is free text.
