@@ -57,7 +57,7 @@ run_tests() { # DIR LABEL
   rm -rf "$dir/bats-results"
   say "tests ($label)"
   (cd "$dir" && ctest -L unit -j "$jobs" --output-on-failure) >"$dir/unit.log" 2>&1 || status=1
-  tail -n 3 "$dir/unit.log" | grep -E 'tests passed' || cat "$dir/unit.log"
+  grep -E 'tests passed' "$dir/unit.log" || cat "$dir/unit.log"
   local unit_total unit_failed
   unit_total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/unit.log")
   unit_failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$dir/unit.log")

@@ -1,12 +1,16 @@
-/* bench/spawn.c — tiny timing driver for bench/file-lock.sh.
+/* bench/spawn.c — tiny timing driver for bench/file-lock.sh, redis-lock.sh
+ * and cache.sh.
  *
  * The shell is not used as the timing harness (its fork cost would distort
  * the ratios): this program posix_spawn()s the command itself and collects
  * wall time (CLOCK_MONOTONIC) and ru_maxrss (wait4) per run.
  *
- *   spawn run N -- CMD ARGS...
+ *   spawn run N [null|pipe] -- CMD ARGS...
  *       Run CMD N times, one after the other.  One line per run on stdout:
- *       "<wall_ns> <maxrss_kib> <wait_status>".
+ *       "<wall_ns> <maxrss_kib> <wait_status>".  CMD's stdout is the
+ *       driver's, or with "null" /dev/null, or with "pipe" a pipe that the
+ *       driver reads to EOF (counted in the wall time) before wait4; the
+ *       line then has a fourth field, the byte count.
  *
  *   spawn par P N -- CMD ARGS...
  *       Fork P workers; each runs CMD N times sequentially.  Prints one line
@@ -22,6 +26,19 @@
  *       "<latency_ns> <waiter_seen_blocked 0|1> <wait_status>"
  *       where latency = waiter's printed time - release time.
  *
+ *   spawn herd P OUTDIR -- CMD ARGS...
+ *       Start P copies of CMD at once (stdout of copy i to OUTDIR/out.i) and
+ *       wait for all.  Prints "<wall_ns> <failed> <launch_ns>": wall = first
+ *       spawn .. last reaped, launch = first spawn .. last spawn.
+ *
+ *   spawn pair DELAY_MS -- HOLDER ARGS... ::: WAITER ARGS...
+ *       Hand-off between two lock users: HOLDER prints "ready" under the
+ *       lock and, at EOF on its stdin, its CLOCK_MONOTONIC ("clocknow hold").
+ *       The driver starts WAITER after "ready", sleeps DELAY_MS, closes
+ *       HOLDER's stdin.  Prints "<latency_ns> <waiter_was_waiting 0|1>
+ *       <holder_status> <waiter_status>", latency = the time WAITER printed
+ *       - HOLDER's time.
+ *
  *   spawn rss
  *       Print this driver's own peak RSS (VmHWM, KiB).  The kernel folds the
  *       pre-exec image's RSS into a child's ru_maxrss, and posix_spawn's
@@ -30,7 +47,8 @@
  *
  * Every child is reaped by pid.  On a timeout, SIGINT, SIGTERM or SIGHUP the
  * children are killed by pid (par: by the process group each worker leads,
- * which holds its commands) and reaped before the driver exits.
+ * which holds its commands; herd/pair: by the process group each child
+ * leads) and reaped before the driver exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,9 +86,11 @@ static void die(const char *what)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: spawn run N -- CMD...\n"
+            "usage: spawn run N [null|pipe] -- CMD...\n"
             "       spawn par P N -- CMD...\n"
             "       spawn handoff REPS LOCKFILE -- CMD...\n"
+            "       spawn herd P OUTDIR -- CMD...\n"
+            "       spawn pair DELAY_MS -- HOLDER... ::: WAITER...\n"
             "       spawn rss\n");
     exit(2);
 }
@@ -132,26 +152,74 @@ static void on_stop_signals(void (*handler)(int))
 
 /* ---- run ---------------------------------------------------------------- */
 
-static int mode_run(long n, char **cmd)
+enum out_mode { OUT_INHERIT, OUT_NULL, OUT_PIPE };
+
+/* Read fd to EOF, discarding; returns the byte count (-1 on error). */
+static long long drain(int fd)
+{
+    static char buf[1 << 17];
+    long long total = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r > 0)
+            total += r;
+        else if (r == 0)
+            return total;
+        else if (errno != EINTR)
+            return -1;
+    }
+}
+
+static int mode_run(long n, enum out_mode out, char **cmd)
 {
     int failures = 0;
+    int nullfd = -1;
+    if (out == OUT_NULL &&
+        (nullfd = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+        die("/dev/null");
     on_stop_signals(child_timeout);
     for (long i = 0; i < n; i++) {
         struct rusage ru;
         int status = 0;
+        int pfd[2] = {-1, -1};
+        posix_spawn_file_actions_t fa, *fap = NULL;
+        if (out != OUT_INHERIT) {
+            posix_spawn_file_actions_init(&fa);
+            fap = &fa;
+        }
+        if (out == OUT_NULL)
+            posix_spawn_file_actions_adddup2(&fa, nullfd, 1);
         alarm(30);
         int64_t t0 = now_ns();
-        pid_t pid = cur_child = spawn_cmd(cmd, NULL, NULL);
+        if (out == OUT_PIPE) {
+            if (pipe2(pfd, O_CLOEXEC) < 0)
+                die("pipe");
+            posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        }
+        pid_t pid = cur_child = spawn_cmd(cmd, fap, NULL);
         if (pid < 0)
             return 2;
+        long long bytes = 0;
+        if (out == OUT_PIPE) {
+            close(pfd[1]);
+            bytes = drain(pfd[0]);
+            close(pfd[0]);
+        }
         if (waitpid_eintr(pid, &status, &ru) != pid)
             die("wait4");
         int64_t t1 = now_ns();
         cur_child = -1;
         alarm(0);
+        if (fap)
+            posix_spawn_file_actions_destroy(fap);
         if (status != 0)
             failures++;
-        printf("%lld %ld %d\n", (long long)(t1 - t0), ru.ru_maxrss, status);
+        if (out == OUT_PIPE)
+            printf("%lld %ld %d %lld\n", (long long)(t1 - t0), ru.ru_maxrss,
+                   status, bytes);
+        else
+            printf("%lld %ld %d\n", (long long)(t1 - t0), ru.ru_maxrss,
+                   status);
     }
     if (fflush(stdout) != 0)
         die("stdout");
@@ -352,6 +420,212 @@ static int mode_handoff(long reps, const char *lockfile, char **cmd)
     return failures ? 1 : 0;
 }
 
+/* ---- herd / pair: several children at once ------------------------------ */
+
+/* Children of herd/pair, each leading its own process group (so a timeout
+ * also kills what it started); killed by group and reaped on a timeout. */
+#define MAXKIDS 1024
+static pid_t kids[MAXKIDS];
+static int nkids;
+
+static void kill_kids(int sig)
+{
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] > 0)
+            kill(-kids[i], SIGKILL);
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+    static const char msg[] = "spawn: timeout, children killed\n";
+    static const char msg2[] = "spawn: signalled, children killed\n";
+    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
+                               : write(2, msg2, sizeof msg2 - 1);
+    (void)w;
+    _exit(3);
+}
+
+/* posix_spawn CMD as a new process-group leader, recorded in kids[];
+ * stdin/stdout are dup2'ed from in_fd/out_fd when >= 0. */
+static pid_t spawn_kid(char **cmd, int in_fd, int out_fd)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    if (in_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+    if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGALRM);
+    sigprocmask(SIG_BLOCK, &stop, &old); /* until the pid is recorded */
+    pid_t pid = spawn_cmd(cmd, &fa, &attr);
+    if (pid > 0 && nkids < MAXKIDS)
+        kids[nkids++] = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    return pid;
+}
+
+static void forget_kid(pid_t pid)
+{
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == pid)
+            kids[i] = 0;
+}
+
+/*   spawn herd P OUTDIR -- CMD...
+ * Start P copies of CMD at once (stdout of copy i to OUTDIR/out.i), wait
+ * for all.  Prints "<wall_ns> <failed> <launch_ns>": wall = first spawn ..
+ * last reaped, launch = first spawn .. last spawn. */
+static int mode_herd(long p, const char *outdir, char **cmd)
+{
+    if (p < 1 || p > MAXKIDS)
+        usage();
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    on_stop_signals(kill_kids);
+    alarm(60);
+    int64_t t0 = now_ns(), t_launch = t0;
+    for (long i = 0; i < p; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/out.%ld", outdir, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            die(path);
+        if (spawn_kid(cmd, -1, fd) < 0)
+            kill_kids(SIGTERM);
+        t_launch = now_ns();
+        close(fd);
+    }
+    long bad = 0;
+    for (int i = 0; i < nkids; i++) {
+        int status;
+        if (waitpid_eintr(kids[i], &status, NULL) != kids[i])
+            die("waitpid");
+        kids[i] = 0;
+        if (status != 0)
+            bad++;
+    }
+    int64_t t1 = now_ns();
+    alarm(0);
+    printf("%lld %ld %lld\n", (long long)(t1 - t0), bad,
+           (long long)(t_launch - t0));
+    return bad ? 1 : 0;
+}
+
+/* Read one number from fd (the whole stream, up to EOF); -1 if none. */
+static long long read_number(int fd, char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t r;
+    while (len < cap - 1 &&
+           ((r = read(fd, buf + len, cap - 1 - len)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        if (r > 0)
+            len += (size_t)r;
+    buf[len] = '\0';
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? -1 : v;
+}
+
+/*   spawn pair DELAY_MS -- HOLDER... ::: WAITER...
+ * Hand-off between two lock users.  HOLDER must print a line "ready" once
+ * it runs under the lock, then, when its stdin reaches EOF, its
+ * CLOCK_MONOTONIC in ns (bench/clocknow.c "hold" does this) and exit.
+ * WAITER must wait for the same lock and print CLOCK_MONOTONIC once it has
+ * it.  The driver starts HOLDER, waits for "ready", starts WAITER, sleeps
+ * DELAY_MS (WAITER is then waiting), closes HOLDER's stdin and collects
+ * both.  Prints "<latency_ns> <waiter_was_waiting 0|1> <holder_status>
+ * <waiter_status>", latency = WAITER's time - HOLDER's last time ("nan"
+ * if either printed nothing). */
+static int mode_pair(long delay_ms, char **holder, char **waiter)
+{
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    on_stop_signals(kill_kids);
+    alarm(30);
+    int in[2], hout[2], wout[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(hout, O_CLOEXEC) < 0 ||
+        pipe2(wout, O_CLOEXEC) < 0)
+        die("pipe");
+    pid_t h = spawn_kid(holder, in[0], hout[1]);
+    close(in[0]);
+    close(hout[1]);
+    if (h < 0)
+        kill_kids(SIGTERM);
+    char buf[256];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof buf - 1 && !memchr(buf, '\n', len) &&
+           ((r = read(hout[0], buf + len, sizeof buf - 1 - len)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        if (r > 0)
+            len += (size_t)r;
+    buf[len] = '\0';
+    int ready = strncmp(buf, "ready\n", 6) == 0;
+    pid_t w = -1;
+    int waiting = 0, w_reaped = 0, ws = -1;
+    if (ready) {
+        w = spawn_kid(waiter, -1, wout[1]);
+        if (w < 0)
+            kill_kids(SIGTERM);
+        struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+        pid_t r2 = waitpid(w, &ws, WNOHANG);
+        waiting = r2 == 0; /* still running */
+        w_reaped = r2 == w;
+    } else {
+        fprintf(stderr, "spawn: pair: holder did not print \"ready\"\n");
+    }
+    close(wout[1]);
+    close(in[1]); /* holder's command prints its time and exits */
+    /* The rest of the "ready" read, then the time (to EOF: the holder's
+     * bufferlock also has this pipe, so EOF = it released and exited). */
+    char *nl = strchr(buf, '\n');
+    size_t rest = nl ? len - (size_t)(nl + 1 - buf) : 0;
+    if (nl)
+        memmove(buf, nl + 1, rest);
+    while (rest < sizeof buf - 1 &&
+           ((r = read(hout[0], buf + rest, sizeof buf - 1 - rest)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        if (r > 0)
+            rest += (size_t)r;
+    buf[rest] = '\0';
+    char *end;
+    long long t_hold = strtoll(buf, &end, 10);
+    if (end == buf)
+        t_hold = -1;
+    close(hout[0]);
+    long long t_wait = w > 0 ? read_number(wout[0], buf, sizeof buf) : -1;
+    close(wout[0]);
+    int hs = 0;
+    if (waitpid_eintr(h, &hs, NULL) != h)
+        die("waitpid");
+    forget_kid(h);
+    if (w_reaped)
+        forget_kid(w);
+    else if (w > 0) {
+        if (waitpid_eintr(w, &ws, NULL) != w)
+            die("waitpid");
+        forget_kid(w);
+    }
+    alarm(0);
+    if (t_hold < 0 || t_wait < 0)
+        printf("nan %d %d %d\n", waiting, hs, ws);
+    else
+        printf("%lld %d %d %d\n", t_wait - t_hold, waiting, hs, ws);
+    if (fflush(stdout) != 0)
+        die("stdout");
+    return (t_hold < 0 || t_wait < 0 || hs != 0 || ws != 0) ? 1 : 0;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -372,9 +646,39 @@ int main(int argc, char **argv)
         puts("0");
         return 0;
     }
-    int nfixed = strcmp(mode, "run") == 0       ? 1
+    if (strcmp(mode, "pair") == 0) {
+        /* pair DELAY_MS -- HOLDER... ::: WAITER... */
+        if (argc < 7 || strcmp(argv[3], "--") != 0)
+            usage();
+        char **holder = argv + 4, **waiter = NULL;
+        for (char **a = holder; *a; a++)
+            if (strcmp(*a, ":::") == 0) {
+                *a = NULL;
+                waiter = a + 1;
+                break;
+            }
+        if (!waiter || !holder[0] || !waiter[0])
+            usage();
+        if (holder[0][0] != '/' || waiter[0][0] != '/') {
+            fprintf(stderr, "spawn: commands must be absolute paths\n");
+            return 2;
+        }
+        return mode_pair(num(argv[2]), holder, waiter);
+    }
+    /* run N [null|pipe] -- CMD: the optional word sets the command's stdout */
+    enum out_mode out = OUT_INHERIT;
+    if (strcmp(mode, "run") == 0 && argc > 4 && strcmp(argv[3], "--") != 0) {
+        if (strcmp(argv[3], "null") == 0)
+            out = OUT_NULL;
+        else if (strcmp(argv[3], "pipe") == 0)
+            out = OUT_PIPE;
+        else
+            usage();
+    }
+    int nfixed = strcmp(mode, "run") == 0       ? 1 + (out != OUT_INHERIT)
                  : strcmp(mode, "par") == 0     ? 2
                  : strcmp(mode, "handoff") == 0 ? 2
+                 : strcmp(mode, "herd") == 0    ? 2
                                                 : -1;
     if (nfixed < 0 || argc < 2 + nfixed + 2 ||
         strcmp(argv[2 + nfixed], "--") != 0)
@@ -385,8 +689,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(mode, "run") == 0)
-        return mode_run(num(argv[2]), cmd);
+        return mode_run(num(argv[2]), out, cmd);
     if (strcmp(mode, "par") == 0)
         return mode_par(num(argv[2]), num(argv[3]), cmd, 600);
+    if (strcmp(mode, "herd") == 0)
+        return mode_herd(num(argv[2]), argv[3], cmd);
     return mode_handoff(num(argv[2]), argv[3], cmd);
 }
