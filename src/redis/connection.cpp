@@ -54,8 +54,9 @@ RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
   // hiredis 0.14 has no cloexec option: the command must not inherit the socket.
   ::fcntl(raw->fd, F_SETFD, FD_CLOEXEC);
   // hiredis' connect timeout does not bound reads: always set this one.
+  // No TCP keepalive: every wait on the socket is bounded by this timeout,
+  // and a held lock sends a renewal every TTL/3 anyway.
   redisSetTimeout(raw, to_timeval(timeouts.io));
-  if (url.transport == RedisUrl::Transport::tcp) redisEnableKeepAlive(raw);
 
   // AUTH and SELECT pipelined: one round trip.
   std::vector<std::vector<std::string>> setup;
