@@ -9,6 +9,7 @@
 #include "messages.hpp"
 #include "run/command.hpp"
 #include "util/clock.hpp"
+#include "util/io.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,16 +24,11 @@ namespace bufferlock {
 
 namespace {
 
-
+// Text for stdout (help, status, tokens): 0, or the error status when stdout is gone.
 int write_stdout(std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(STDOUT_FILENO, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return exit_code::error;
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return exit_code::ok;
+  return write_all(STDOUT_FILENO, text) ? exit_code::ok : exit_code::error;
 }
+
 
 void export_key(const Options& o) {
   scrub_lock_env(); // never pass on variables of a lock we do not hold

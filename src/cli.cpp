@@ -93,9 +93,11 @@ const OptionSpec* find_short(char c) {
   return nullptr;
 }
 
-Nanos duration_value(std::string_view option, std::string_view text) {
-  auto d = parse_duration(text, AllowInfinite::no);
-  if (!d) usage(Msg::usage_bad_duration, {{"option", option}, {"value", text}});
+// A duration option's value; `bad` is the message for one that is not.
+Nanos duration_value(std::string_view option, std::string_view text, AllowInfinite inf = AllowInfinite::no,
+                     Msg bad = Msg::usage_bad_duration) {
+  auto d = parse_duration(text, inf);
+  if (!d) usage(bad, {{"option", option}, {"value", text}});
   return *d;
 }
 
@@ -103,12 +105,6 @@ Nanos positive_duration_value(std::string_view option, std::string_view text) {
   const Nanos d = duration_value(option, text);
   if (d.count() <= 0) usage(Msg::usage_bad_duration, {{"option", option}, {"value", text}});
   return d;
-}
-
-Nanos wait_value(std::string_view option, std::string_view text) {
-  auto d = parse_duration(text, AllowInfinite::yes);
-  if (!d) usage(Msg::usage_bad_wait, {{"option", option}, {"value", text}});
-  return *d;
 }
 
 int exit_status_value(std::string_view option, std::string_view text) {
@@ -148,7 +144,7 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
     break;
   case Opt::redis: p.redis_url = std::string(value); break;
   case Opt::nonblock: p.wait = Nanos(0); break;
-  case Opt::wait: p.wait = wait_value(typed, value); break;
+  case Opt::wait: p.wait = duration_value(typed, value, AllowInfinite::yes, Msg::usage_bad_wait); break;
   case Opt::busy_exit: o.busy_exit = exit_status_value(typed, value); break;
   case Opt::error_exit: o.error_exit = exit_status_value(typed, value); break;
   case Opt::fail_open: o.fail_open = true; break;

@@ -5,6 +5,7 @@
 #include "lock/acquire.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
+#include "util/io.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -25,22 +26,6 @@ std::int64_t realtime_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
-
-bool write_stdout(const char* data, std::size_t len) {
-  while (len > 0) {
-    const ssize_t n = ::write(STDOUT_FILENO, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{STDOUT_FILENO, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    if (n <= 0) return false;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 int serve(const Options& o, const CacheStore& store, const CachedEntry& e) {
@@ -69,7 +54,7 @@ int build(const Options& o, const CacheStore& store, Lock* lock, bool store_usab
   const OutputSink sink = [&](const char* data, std::size_t len) {
     // A reader that stops reading (| head -1) must neither stop the build
     // nor cut the entry: keep draining into the file.
-    if (stdout_open && !write_stdout(data, len)) stdout_open = false;
+    if (stdout_open && !write_all(STDOUT_FILENO, data, len)) stdout_open = false;
     if (writer && !writer->append(data, len)) {
       store_error = writer->error();
       writer.reset();

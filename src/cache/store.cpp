@@ -1,5 +1,6 @@
 #include "cache/store.hpp"
 
+#include "util/io.hpp"
 #include "util/md5.hpp"
 #include "util/random.hpp"
 
@@ -22,34 +23,6 @@ namespace {
 
 constexpr std::size_t small_read = 65536;            // one pread covers most entries whole
 constexpr std::size_t hash_window = 4 * 1024 * 1024; // mmap window: keeps RSS small
-
-bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
-  while (len > 0) {
-    const ssize_t n = ::pread(fd, buf, len, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    buf += n;
-    len -= static_cast<std::size_t>(n);
-    offset += n;
-  }
-  return true;
-}
-
-bool write_all(int fd, const char* data, std::size_t len) {
-  while (len > 0) {
-    const ssize_t n = ::write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    if (n <= 0) return false;
-    data += n;
-    len -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // XXH64 of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
@@ -101,7 +74,7 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = "cannot read it";
     return std::nullopt;
   }
-  if (head.size() >= entry_fixed_header + 0 && head.size() >= 16) {
+  if (head.size() >= entry_fixed_header) {
     // A key longer than the first read: read the whole header.
     const std::uint64_t key_len = std::uint64_t(static_cast<unsigned char>(head[12])) |
                                   std::uint64_t(static_cast<unsigned char>(head[13])) << 8 |

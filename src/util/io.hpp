@@ -1,0 +1,19 @@
+// Whole reads and writes on descriptors, retried on EINTR and short counts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string_view>
+
+namespace bufferlock {
+
+// Writes all of `data`; waits (poll) when `fd` is non-blocking and full.
+// False on any other failure (errno tells), e.g. EPIPE from a closed reader.
+bool write_all(int fd, const char* data, std::size_t len);
+inline bool write_all(int fd, std::string_view s) { return write_all(fd, s.data(), s.size()); }
+
+// Reads exactly `len` bytes at `offset`; false on an error or early EOF.
+bool pread_all(int fd, char* buf, std::size_t len, off_t offset);
+
+} // namespace bufferlock
