@@ -29,7 +29,6 @@ int write_stdout(std::string_view text) {
   return write_all(STDOUT_FILENO, text) ? exit_code::ok : exit_code::error;
 }
 
-
 void export_key(const Options& o) {
   scrub_lock_env(); // never pass on variables of a lock we do not hold
   if (o.key.size() <= max_env_key) ::setenv("BUFFERLOCK_KEY", o.key.c_str(), 1);
@@ -48,11 +47,7 @@ int run_command(const Options& o, Lock* lock) {
   }
   const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
   const int status = run_child(o.argv, ticker ? &*ticker : nullptr);
-  if (lock) {
-    lock->release();
-    if (o.backend == Backend::file)
-      diag::debug(message(Msg::lock_released, {{"key", display_key(o.key)}}));
-  }
+  if (lock) lock->release();
   return status;
 }
 

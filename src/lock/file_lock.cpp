@@ -54,7 +54,14 @@ std::string describe_holders(const std::vector<pid_t>& pids) {
 }
 
 FileLock::FileLock(std::string dir, DirKind kind, std::string_view key, LockMode mode)
-    : dir_(std::move(dir)), kind_(kind), path_(lock_file_path(dir_, key)), mode_(mode) {}
+    : dir_(std::move(dir)), kind_(kind), display_key_(display_key(key)), path_(lock_file_path(dir_, key)),
+      mode_(mode) {}
+
+void FileLock::release() {
+  if (!fd_) return;
+  fd_.reset();
+  diag::debug(message(Msg::lock_released, {{"key", display_key_}}));
+}
 
 void FileLock::export_env() const { ::setenv("BUFFERLOCK_BACKEND", "file", 1); }
 

@@ -36,7 +36,7 @@ public:
   Outcome acquire(Nanos wait) override;
 
   // Closing is what frees a flock lock.
-  void release() override { fd_.reset(); }
+  void release() override;
 
   // Whether the lock could be taken now; creates nothing.
   LockStatus status() override;
@@ -58,6 +58,7 @@ private:
 
   std::string dir_;
   DirKind kind_;
+  std::string display_key_;
   std::string path_;
   LockMode mode_;
   UniqueFd fd_;
