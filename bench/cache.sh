@@ -21,26 +21,9 @@
 # are reported in the summary, not turned into a failure.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(dirname "$here")
-BL=${BUFFERLOCK_BIN:-$repo/build/bufferlock}
-[[ $BL == /* ]] || BL=$PWD/$BL
-TRUE=/bin/true
-
-quick=0
-for arg in "$@"; do
-    case $arg in
-        --quick) quick=1 ;;
-        -h | --help)
-            sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-            exit 0
-            ;;
-        *)
-            echo "cache.sh: unknown argument: $arg (try --help)" >&2
-            exit 2
-            ;;
-    esac
-done
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_args "$@"
 
 if ((quick)); then
     S_ROUNDS=5 S_BATCH=10 # (a) 4 KiB: rounds x batch runs per tool
@@ -56,73 +39,24 @@ SMALL=4096
 LARGE=$((100 * 1024 * 1024))
 RSS_LIMIT=8192 # KiB
 
-errors=0
-note() { printf '  note: %s\n' "$*"; }
-err() {
-    printf '  ERROR: %s\n' "$*"
-    errors=$((errors + 1))
-}
-hr() { printf '\n== %s\n' "$*"; }
+# summary lines, printed by target and check (lib.sh)
+TARGET_FMT='  %-44s %9s   target %-2s %-7s %s\n'
+CHECK_FMT='  %-44s %9s   target exact      %s\n'
 
-ensure_tools() {
-    local need=()
-    command -v "${CC:-cc}" >/dev/null || need+=(gcc libc6-dev)
-    command -v cmp >/dev/null || need+=(diffutils)
-    ((${#need[@]})) || return 0
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        echo "installing missing tools: ${need[*]}"
-        apt-get update -qq || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${need[@]}" >/dev/null ||
-            echo "  apt-get install failed" >&2
-    else
-        echo "missing (not root, not installing): ${need[*]}" >&2
-    fi
-}
-ensure_tools
+want "$CC" gcc libc6-dev
+want cmp diffutils
+install_missing tools
 
-CC=${CC:-cc}
-command -v "$CC" >/dev/null || {
-    echo "cache.sh: no C compiler ($CC)" >&2
-    exit 2
-}
-[[ -x $BL ]] || {
-    echo "cache.sh: no bufferlock at $BL (build it, or set BUFFERLOCK_BIN)" >&2
-    exit 2
-}
+require_cc
+require_bl
 CAT=$(command -v cat)
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bufferlock-bench.XXXXXX")
-cleanup() { rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_tmp spawn
 
-build() { # out src
-    "$CC" -O2 -static -o "$1" "$2" 2>/dev/null || "$CC" -O2 -o "$1" "$2"
-}
-build "$tmp/spawn" "$here/spawn.c"
-SPAWN=$tmp/spawn
-
-echo "bufferlock cache bench ($( ((quick)) && echo quick || echo full) run)"
-echo "  $(nproc) CPUs, kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_header cache
 echo "  uptime: $(uptime)"
 echo "  bufferlock: $BL   cat: $CAT ($("$CAT" --version 2>/dev/null | head -n1 || echo '?'))"
 echo "  temp dir: $tmp ($(df -PT "$tmp" | awk 'NR == 2 { print $2 }'))   driver RSS floor: $("$SPAWN" rss) KiB"
-
-rotate() {
-    local -n arr=$1
-    local n=${#arr[@]} i
-    for ((i = 0; i < n; i++)); do printf '%s\n' "${arr[(i + $2) % n]}"; done
-}
-ratio() {
-    if [[ -z ${1:-} || -z ${2:-} ]]; then
-        echo -
-    else
-        awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", x / y }'
-    fi
-}
-us() { if [[ -n ${1:-} ]]; then awk -v x="$1" 'BEGIN { printf "%.1f", x / 1e3 }'; else echo -; fi; }
-ms() { if [[ -n ${1:-} ]]; then awk -v x="$1" 'BEGIN { printf "%.1f", x / 1e6 }'; else echo -; fi; }
 
 # ------------------------------------------------- (a) hits -----------------
 
@@ -151,37 +85,16 @@ cmd_a() {
         cache) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
     esac
 }
-declare -A a_med a_mean a_rss a_rssmed a_n a_fail
-# run_group ROUNDS BATCH TOOLS...: interleaved rounds, rotating order
+# run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
+# and every .pipe run piped exactly the payload's size
 run_group() {
-    local rounds=$1 batch=$2 r t
-    shift 2
-    local tools=("$@")
-    for t in "${tools[@]}"; do # warm-up (page cache)
-        cmd_a "$t"
-        "$SPAWN" run 1 "$OUT" -- "${CMD[@]}" >/dev/null || true
-        : >"$tmp/$t.dat"
-        a_fail[$t]=0
-    done
-    for ((r = 0; r < rounds; r++)); do
-        mapfile -t order < <(rotate tools "$r")
-        for t in "${order[@]}"; do
-            cmd_a "$t"
-            "$SPAWN" run "$batch" "$OUT" -- "${CMD[@]}" >>"$tmp/$t.dat" || a_fail[$t]=1
-        done
-    done
-    for t in "${tools[@]}"; do
-        read -r "a_n[$t]" "a_mean[$t]" "a_med[$t]" < <(sort -n -k1,1 "$tmp/$t.dat" | awk '
-            { w[NR] = $1; s += $1 }
-            END { m = NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
-                  printf "%d %.0f %.0f\n", NR, s / NR, m }')
-        read -r "a_rssmed[$t]" "a_rss[$t]" < <(sort -n -k2,2 "$tmp/$t.dat" | awk '
-            { r[NR] = $2 } END { printf "%d %d\n", r[int((NR + 1) / 2)], r[NR] }')
+    local t want wrong
+    time_rounds "$tmp" "$1" "$2" 1 "${@:3}"
+    for t in "${@:3}"; do
         ((a_fail[$t] == 0)) || err "$t: some runs exited non-zero"
         if [[ $t == *.pipe ]]; then
-            local want=$SMALL
+            want=$SMALL
             [[ $t == *.large.* ]] && want=$LARGE
-            local wrong
             wrong=$(awk -v w="$want" '$4 != w { n++ } END { print n + 0 }' "$tmp/$t.dat")
             ((wrong == 0)) || err "$t: $wrong runs piped other than $want bytes"
         fi
@@ -239,8 +152,8 @@ for ((i = 1; i <= H_REPS; i++)); do
             "$good/$H_CALLERS printed exactly 'built'"
     fi
     printf '  run %d: wall %s ms (all %d started within %s ms), builds %s, output ok %s/%s, %s\n' \
-        "$i" "$(ms "$wall")" "$H_CALLERS" "$(ms "$launch")" "$builds" "$good" "$H_CALLERS" "$ok"
-    h_walls+=("$(ms "$wall")")
+        "$i" "$(ms "$wall" 1)" "$H_CALLERS" "$(ms "$launch" 1)" "$builds" "$good" "$H_CALLERS" "$ok"
+    h_walls+=("$(ms "$wall" 1)")
     if [[ $wall != nan ]] && { [[ -z $h_worst ]] || ((wall > h_worst)); }; then
         h_worst=$wall
     fi
@@ -250,27 +163,14 @@ echo "  another by the driver, each with its own output file)"
 
 # ------------------------------------------------- summary ------------------
 
-target() {
-    local label=$1 value=$2 op=$3 limit=$4 v
-    if [[ -z $value || $value == - || $limit == - ]]; then
-        v="n/a"
-    elif awk -v x="$value" -v y="$limit" -v op="$op" 'BEGIN {
-            exit !((op == "<=" && x <= y) || (op == "<" && x < y) || (op == ">=" && x >= y)) }'; then
-        v=MET
-    else
-        v="NOT MET"
-    fi
-    printf '  %-44s %9s   target %-2s %-7s %s\n' "$label" "${value:--}" "$op" "$limit" "$v"
-}
-
-hr "summary (load $(cut -d' ' -f1-3 /proc/loadavg))"
+hr "summary (load $(loadavg))"
 echo "  cat 4 KiB > /dev/null vs bare true: $(ratio "${a_med[cat.small.null]}" "${a_med[true]}")x" \
     "(previously measured 1.11x); cache hit 4 KiB vs true: $(ratio "${a_med[cache.small.null]}" "${a_med[true]}")x"
 echo "  medians: true $(us "${a_med[true]}") us; 4 KiB cat $(us "${a_med[cat.small.null]}") /" \
     "hit $(us "${a_med[cache.small.null]}") us (null), $(us "${a_med[cat.small.pipe]}") /" \
     "$(us "${a_med[cache.small.pipe]}") us (pipe)"
-echo "           100 MiB cat $(ms "${a_med[cat.large.null]}") / hit $(ms "${a_med[cache.large.null]}") ms (null)," \
-    "$(ms "${a_med[cat.large.pipe]}") / $(ms "${a_med[cache.large.pipe]}") ms (pipe)"
+echo "           100 MiB cat $(ms "${a_med[cat.large.null]}" 1) / hit $(ms "${a_med[cache.large.null]}" 1) ms (null)," \
+    "$(ms "${a_med[cat.large.pipe]}" 1) / $(ms "${a_med[cache.large.pipe]}" 1) ms (pipe)"
 # hit_vs_cat SIZE OUT: the hit/cat ratio of medians, "-" if a run failed
 hit_vs_cat() {
     local h=cache.$1.$2 c=cat.$1.$2
@@ -284,12 +184,8 @@ for t in cache.small.null cache.small.pipe cache.large.null cache.large.pipe; do
     target "(a) peak RSS KiB, $t" "$( ((a_fail[$t])) || echo "${a_rss[$t]}")" '<' "$RSS_LIMIT"
 done
 echo "      (max ru_maxrss; cat: 4 KiB ${a_rss[cat.small.null]} KiB, 100 MiB ${a_rss[cat.large.null]} KiB)"
-printf '  %-44s %9s   target %-10s %s\n' "(b) exactly one build, every caller 'built'" "$h_verdict" exact \
-    "$([[ $h_verdict == OK ]] && echo MET || echo "NOT MET")"
+check "(b) exactly one build, every caller 'built'" "$h_verdict"
 target "(b) stampede wall, worst of $H_REPS, s" \
     "$([[ -n $h_worst ]] && awk -v x="$h_worst" 'BEGIN { printf "%.3f", x / 1e9 }')" '<=' 1.5
 echo "      (each run, ms: ${h_walls[*]})"
-if ((errors)); then
-    echo "  $errors error(s): see ERROR lines above"
-    exit 1
-fi
+bench_exit

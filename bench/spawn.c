@@ -126,6 +126,60 @@ static pid_t waitpid_eintr(pid_t pid, int *status, struct rusage *ru)
     return r;
 }
 
+/* Wait for *pid (which must work), mark the slot done (0); its status. */
+static int reap(pid_t *pid)
+{
+    int status = 0;
+    if (waitpid_eintr(*pid, &status, NULL) != *pid)
+        die("waitpid");
+    *pid = 0;
+    return status;
+}
+
+static void flush_stdout(void)
+{
+    if (fflush(stdout) != 0)
+        die("stdout");
+}
+
+/* Block SIGINT, SIGTERM and SIGHUP (and SIGALRM if `alrm`); *old gets the
+ * mask to restore. */
+static void block_stop_signals(sigset_t *old, int alrm)
+{
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    if (alrm)
+        sigaddset(&stop, SIGALRM);
+    sigprocmask(SIG_BLOCK, &stop, old);
+}
+
+/* The end of a stop-signal handler: write the timeout or the signal message
+ * (by `sig`) to stderr and exit 3.  Async-signal-safe. */
+static void stopped(int sig, const char *on_timeout, const char *on_signal)
+{
+    const char *msg = sig == SIGALRM ? on_timeout : on_signal;
+    size_t len = 0;
+    while (msg[len])
+        len++;
+    ssize_t w = write(2, msg, len);
+    (void)w;
+    _exit(3);
+}
+
+/* Kill each of the n process groups led by pids[] (0: none) and reap every
+ * child (as a child subreaper that includes their orphaned commands). */
+static void kill_groups(const pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(-pids[i], SIGKILL);
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+}
+
 /* The one child being waited for in run/handoff: killed by pid on timeout. */
 static pid_t cur_child = -1;
 
@@ -133,12 +187,8 @@ static void child_timeout(int sig)
 {
     if (cur_child > 0)
         kill(cur_child, SIGKILL);
-    static const char msg[] = "spawn: timeout (30 s), child killed\n";
-    static const char msg2[] = "spawn: signalled, child killed\n";
-    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
-                               : write(2, msg2, sizeof msg2 - 1);
-    (void)w;
-    _exit(3);
+    stopped(sig, "spawn: timeout (30 s), child killed\n",
+            "spawn: signalled, child killed\n");
 }
 
 /* SIGALRM (timeout) and the usual termination signals run `handler`. */
@@ -221,8 +271,7 @@ static int mode_run(long n, enum out_mode out, char **cmd)
             printf("%lld %ld %d\n", (long long)(t1 - t0), ru.ru_maxrss,
                    status);
     }
-    if (fflush(stdout) != 0)
-        die("stdout");
+    flush_stdout();
     if (failures)
         fprintf(stderr, "spawn: %d of %ld runs of %s exited non-zero\n",
                 failures, n, cmd[0]);
@@ -237,18 +286,9 @@ static int nworkers;
 
 static void kill_workers(int sig)
 {
-    for (int i = 0; i < nworkers; i++)
-        if (workers[i] > 0)
-            kill(-workers[i], SIGKILL); /* the worker's own process group */
-    /* As a child subreaper we also get their orphaned commands: reap all. */
-    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-        ;
-    static const char msg[] = "spawn: par: timeout, workers killed\n";
-    static const char msg2[] = "spawn: par: signalled, workers killed\n";
-    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
-                               : write(2, msg2, sizeof msg2 - 1);
-    (void)w;
-    _exit(3);
+    kill_groups(workers, nworkers); /* each worker leads its own group */
+    stopped(sig, "spawn: par: timeout, workers killed\n",
+            "spawn: par: signalled, workers killed\n");
 }
 
 static int mode_par(long p, long n, char **cmd, unsigned timeout_s)
@@ -260,12 +300,8 @@ static int mode_par(long p, long n, char **cmd, unsigned timeout_s)
      * them: the handler kills them instead. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     on_stop_signals(kill_workers);
-    sigset_t stop, old;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    sigprocmask(SIG_BLOCK, &stop, &old); /* until every worker is recorded */
+    sigset_t old;
+    block_stop_signals(&old, 0); /* until every worker is recorded */
     int64_t t0 = now_ns();
     for (long i = 0; i < p; i++) {
         pid_t w = fork();
@@ -295,10 +331,7 @@ static int mode_par(long p, long n, char **cmd, unsigned timeout_s)
     alarm(timeout_s);
     long bad = 0;
     for (int i = 0; i < nworkers; i++) {
-        int status;
-        if (waitpid_eintr(workers[i], &status, NULL) != workers[i])
-            die("waitpid");
-        workers[i] = 0;
+        int status = reap(&workers[i]);
         if (!WIFEXITED(status))
             bad += n;
         else
@@ -308,6 +341,31 @@ static int mode_par(long p, long n, char **cmd, unsigned timeout_s)
     int64_t t1 = now_ns();
     printf("%lld %ld\n", (long long)(t1 - t0), bad);
     return bad ? 1 : 0;
+}
+
+/* Read fd into buf, which holds len bytes already, until EOF, a full buf
+ * (cap bytes with the NUL) or, if `line`, a newline in buf; NUL-terminate
+ * it.  Returns the new length. */
+static size_t read_more(int fd, char *buf, size_t len, size_t cap, int line)
+{
+    ssize_t r;
+    while (len < cap - 1 && !(line && memchr(buf, '\n', len)) &&
+           ((r = read(fd, buf + len, cap - 1 - len)) > 0 ||
+            (r < 0 && errno == EINTR)))
+        if (r > 0)
+            len += (size_t)r;
+    buf[len] = '\0';
+    return len;
+}
+
+/* The number at the start of buf's first len bytes and the rest of fd (up
+ * to EOF); -1 if there is none. */
+static long long read_number(int fd, char *buf, size_t len, size_t cap)
+{
+    read_more(fd, buf, len, cap, 0);
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? -1 : v;
 }
 
 /* ---- handoff ------------------------------------------------------------ */
@@ -391,14 +449,7 @@ static int mode_handoff(long reps, const char *lockfile, char **cmd)
         close(lfd); /* releases the flock: the waiter may run now */
 
         char out[128];
-        size_t len = 0;
-        ssize_t r;
-        while (len < sizeof out - 1 &&
-               ((r = read(pfd[0], out + len, sizeof out - 1 - len)) > 0 ||
-                (r < 0 && errno == EINTR)))
-            if (r > 0)
-                len += (size_t)r;
-        out[len] = '\0';
+        long long t_start = read_number(pfd[0], out, 0, sizeof out);
         close(pfd[0]);
         if (!reaped &&
             waitpid_eintr(cur_child, &status, NULL) != cur_child)
@@ -406,17 +457,14 @@ static int mode_handoff(long reps, const char *lockfile, char **cmd)
         cur_child = -1;
         alarm(0);
 
-        char *end;
-        long long t_start = strtoll(out, &end, 10);
-        if (end == out || status != 0) {
+        if (t_start < 0 || status != 0) {
             failures++;
             printf("nan %d %d\n", seen, status);
             continue;
         }
         printf("%lld %d %d\n", t_start - (long long)t_release, seen, status);
     }
-    if (fflush(stdout) != 0)
-        die("stdout");
+    flush_stdout();
     return failures ? 1 : 0;
 }
 
@@ -430,17 +478,9 @@ static int nkids;
 
 static void kill_kids(int sig)
 {
-    for (int i = 0; i < nkids; i++)
-        if (kids[i] > 0)
-            kill(-kids[i], SIGKILL);
-    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-        ;
-    static const char msg[] = "spawn: timeout, children killed\n";
-    static const char msg2[] = "spawn: signalled, children killed\n";
-    ssize_t w = sig == SIGALRM ? write(2, msg, sizeof msg - 1)
-                               : write(2, msg2, sizeof msg2 - 1);
-    (void)w;
-    _exit(3);
+    kill_groups(kids, nkids);
+    stopped(sig, "spawn: timeout, children killed\n",
+            "spawn: signalled, children killed\n");
 }
 
 /* posix_spawn CMD as a new process-group leader, recorded in kids[];
@@ -457,13 +497,8 @@ static pid_t spawn_kid(char **cmd, int in_fd, int out_fd)
         posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
     if (out_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    sigset_t stop, old;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    sigaddset(&stop, SIGALRM);
-    sigprocmask(SIG_BLOCK, &stop, &old); /* until the pid is recorded */
+    sigset_t old;
+    block_stop_signals(&old, 1); /* until the pid is recorded */
     pid_t pid = spawn_cmd(cmd, &fa, &attr);
     if (pid > 0 && nkids < MAXKIDS)
         kids[nkids++] = pid;
@@ -478,6 +513,15 @@ static void forget_kid(pid_t pid)
     for (int i = 0; i < nkids; i++)
         if (kids[i] == pid)
             kids[i] = 0;
+}
+
+/* Reap one of kids[] by pid; its status. */
+static int reap_kid(pid_t pid)
+{
+    pid_t slot = pid;
+    int status = reap(&slot);
+    forget_kid(pid);
+    return status;
 }
 
 /*   spawn herd P OUTDIR -- CMD...
@@ -504,35 +548,14 @@ static int mode_herd(long p, const char *outdir, char **cmd)
         close(fd);
     }
     long bad = 0;
-    for (int i = 0; i < nkids; i++) {
-        int status;
-        if (waitpid_eintr(kids[i], &status, NULL) != kids[i])
-            die("waitpid");
-        kids[i] = 0;
-        if (status != 0)
+    for (int i = 0; i < nkids; i++)
+        if (reap(&kids[i]) != 0)
             bad++;
-    }
     int64_t t1 = now_ns();
     alarm(0);
     printf("%lld %ld %lld\n", (long long)(t1 - t0), bad,
            (long long)(t_launch - t0));
     return bad ? 1 : 0;
-}
-
-/* Read one number from fd (the whole stream, up to EOF); -1 if none. */
-static long long read_number(int fd, char *buf, size_t cap)
-{
-    size_t len = 0;
-    ssize_t r;
-    while (len < cap - 1 &&
-           ((r = read(fd, buf + len, cap - 1 - len)) > 0 ||
-            (r < 0 && errno == EINTR)))
-        if (r > 0)
-            len += (size_t)r;
-    buf[len] = '\0';
-    char *end;
-    long long v = strtoll(buf, &end, 10);
-    return end == buf ? -1 : v;
 }
 
 /*   spawn pair DELAY_MS -- HOLDER... ::: WAITER...
@@ -560,14 +583,7 @@ static int mode_pair(long delay_ms, char **holder, char **waiter)
     if (h < 0)
         kill_kids(SIGTERM);
     char buf[256];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && !memchr(buf, '\n', len) &&
-           ((r = read(hout[0], buf + len, sizeof buf - 1 - len)) > 0 ||
-            (r < 0 && errno == EINTR)))
-        if (r > 0)
-            len += (size_t)r;
-    buf[len] = '\0';
+    size_t len = read_more(hout[0], buf, 0, sizeof buf, 1);
     int ready = strncmp(buf, "ready\n", 6) == 0;
     pid_t w = -1;
     int waiting = 0, w_reaped = 0, ws = -1;
@@ -592,37 +608,21 @@ static int mode_pair(long delay_ms, char **holder, char **waiter)
     size_t rest = nl ? len - (size_t)(nl + 1 - buf) : 0;
     if (nl)
         memmove(buf, nl + 1, rest);
-    while (rest < sizeof buf - 1 &&
-           ((r = read(hout[0], buf + rest, sizeof buf - 1 - rest)) > 0 ||
-            (r < 0 && errno == EINTR)))
-        if (r > 0)
-            rest += (size_t)r;
-    buf[rest] = '\0';
-    char *end;
-    long long t_hold = strtoll(buf, &end, 10);
-    if (end == buf)
-        t_hold = -1;
+    long long t_hold = read_number(hout[0], buf, rest, sizeof buf);
     close(hout[0]);
-    long long t_wait = w > 0 ? read_number(wout[0], buf, sizeof buf) : -1;
+    long long t_wait = w > 0 ? read_number(wout[0], buf, 0, sizeof buf) : -1;
     close(wout[0]);
-    int hs = 0;
-    if (waitpid_eintr(h, &hs, NULL) != h)
-        die("waitpid");
-    forget_kid(h);
+    int hs = reap_kid(h);
     if (w_reaped)
         forget_kid(w);
-    else if (w > 0) {
-        if (waitpid_eintr(w, &ws, NULL) != w)
-            die("waitpid");
-        forget_kid(w);
-    }
+    else if (w > 0)
+        ws = reap_kid(w);
     alarm(0);
     if (t_hold < 0 || t_wait < 0)
         printf("nan %d %d %d\n", waiting, hs, ws);
     else
         printf("%lld %d %d %d\n", t_wait - t_hold, waiting, hs, ws);
-    if (fflush(stdout) != 0)
-        die("stdout");
+    flush_stdout();
     return (t_hold < 0 || t_wait < 0 || hs != 0 || ws != 0) ? 1 : 0;
 }
 

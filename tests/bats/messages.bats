@@ -15,7 +15,7 @@ load helpers
         assert_line --regexp "^$key = .+"
     done
     # one "key = text" line each, keys unique
-    refute_line --regexp '^[^=]*$'
+    assert_equal "$(grep -cv ' = ' <<<"$output")" 0
     local keys
     keys=$(printf '%s\n' "$output" | cut -d' ' -f1 | sort)
     assert_equal "$(sort -u <<<"$keys")" "$keys"

@@ -1,0 +1,356 @@
+# shellcheck shell=bash disable=SC2034 # its globals are the scripts'
+# bench/lib.sh — shared parts of bench/file-lock.sh, redis-lock.sh and
+# cache.sh, sourced by each right after its header comment:
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # sets here, BL, TRUE, CC ...
+#   bench_args "$@"                             # --quick (quick=1), --help
+#
+# It defines functions and a few globals only; it starts nothing by itself.
+# The scripts run with set -euo pipefail, and so does everything here.
+
+NAME=${BASH_SOURCE[-1]##*/} # the script's name, for its error messages
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) # bench/
+repo=$(dirname "$here")
+BL=${BUFFERLOCK_BIN:-$repo/build/bufferlock}
+[[ $BL == /* ]] || BL=$PWD/$BL
+TRUE=/bin/true
+CC=${CC:-cc}
+tmp=
+redis_pid=
+errors=0
+OUT=
+
+# bench_args "$@": --quick sets quick=1; --help prints the script's header
+# comment (line 2 up to the first line that is not a comment).
+bench_args() {
+    local arg
+    quick=0
+    for arg in "$@"; do
+        case $arg in
+            --quick) quick=1 ;;
+            -h | --help)
+                sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[-1]}"
+                exit 0
+                ;;
+            *)
+                echo "$NAME: unknown argument: $arg (try --help)" >&2
+                exit 2
+                ;;
+        esac
+    done
+}
+
+note() { printf '  note: %s\n' "$*"; }
+err() {
+    printf '  ERROR: %s\n' "$*"
+    errors=$((errors + 1))
+}
+hr() { printf '\n== %s\n' "$*"; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# bench_exit: the last step; exit 1 if any err() was reported
+bench_exit() {
+    if ((errors)); then
+        echo "  $errors error(s): see ERROR lines above"
+        exit 1
+    fi
+}
+
+# ------------------------------------------------------------ set-up -------
+
+# want CMD PKG...: if CMD is missing, PKGs go on the list install_missing takes
+need=()
+want() {
+    command -v "$1" >/dev/null || need+=("${@:2}")
+}
+# install_missing NOUN [FAILNOTE]: as root, apt-get install what want() listed
+install_missing() {
+    ((${#need[@]})) || return 0
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        echo "installing missing $1: ${need[*]}"
+        apt-get update -qq || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${need[@]}" >/dev/null ||
+            echo "  apt-get install failed${2:-}" >&2
+    else
+        echo "missing (not root, not installing): ${need[*]}" >&2
+    fi
+}
+
+require_cc() {
+    command -v "$CC" >/dev/null || {
+        echo "$NAME: no C compiler ($CC)" >&2
+        exit 2
+    }
+}
+require_bl() {
+    [[ -x $BL ]] || {
+        echo "$NAME: no bufferlock at $BL (build it, or set BUFFERLOCK_BIN)" >&2
+        exit 2
+    }
+}
+
+# make_tmp PROG...: a temporary directory, removed at exit (after stopping the
+# redis-server, if one was started), and bench/PROG.c built into it.  Static
+# links keep the driver's own RSS (a floor under every ru_maxrss it reports)
+# and clocknow's start-up small; fall back to dynamic if there is no libc.a.
+make_tmp() {
+    local p
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/bufferlock-bench.XXXXXX")
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
+    for p in "$@"; do
+        "$CC" -O2 -static -o "$tmp/$p" "$here/$p.c" 2>/dev/null ||
+            "$CC" -O2 -o "$tmp/$p" "$here/$p.c"
+    done
+    SPAWN=$tmp/spawn
+    CLOCKNOW=$tmp/clocknow
+}
+cleanup() {
+    stop_redis
+    rm -rf "$tmp"
+}
+
+# bench_header WHAT: the first lines of the report
+bench_header() {
+    echo "bufferlock $1 bench ($( ((quick)) && echo quick || echo full) run)"
+    echo "  $(nproc) CPUs, kernel $(uname -r), load $(loadavg)"
+}
+
+# ------------------------------------------------------- redis-server ------
+
+# port_busy PORT: is something listening on 127.0.0.1:PORT?
+port_busy() {
+    if command -v ss >/dev/null; then
+        [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]
+    else
+        (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+    fi
+}
+# start_redis: a private server on a free loopback port; sets PORT, redis_pid
+start_redis() {
+    local try i
+    mkdir -p "$tmp/redis"
+    for try in 1 2 3 4 5 6 7 8; do
+        PORT=$((20000 + RANDOM % 40000))
+        port_busy "$PORT" && continue
+        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$tmp/redis" --daemonize no --logfile "$tmp/redis/log" \
+            </dev/null >/dev/null 2>&1 &
+        redis_pid=$!
+        for ((i = 0; i < 100; i++)); do
+            if [[ $(redis-cli -p "$PORT" PING 2>/dev/null) == PONG ]]; then
+                # answering, and it is ours (not a server that was there)
+                [[ $(redis-cli -p "$PORT" INFO server 2>/dev/null |
+                    sed -n 's/^process_id:\([0-9]*\).*/\1/p') == "$redis_pid" ]] && return 0
+                break
+            fi
+            kill -0 "$redis_pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        stop_redis
+        echo "  (port $PORT: redis-server did not come up, try $try)" >&2
+    done
+    echo "$NAME: could not start redis-server; log:" >&2
+    tail -n 5 "$tmp/redis/log" >&2 || true
+    exit 2
+}
+# stop_redis: stop the server start_redis started, by its pid (if any)
+stop_redis() {
+    if [[ -n $redis_pid ]]; then
+        kill "$redis_pid" 2>/dev/null || true
+        wait "$redis_pid" 2>/dev/null || true
+        redis_pid=
+    fi
+}
+
+# ------------------------------------------------------------ numbers ------
+
+# ratio X Y: X/Y with 2 decimals ("-" if either is missing)
+ratio() {
+    if [[ -z ${1:-} || -z ${2:-} ]]; then
+        echo -
+    else
+        awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", x / y }'
+    fi
+}
+# us NS / ms NS [DECIMALS]: nanoseconds as microseconds (1 decimal) /
+# milliseconds (3 decimals unless told); "-" if NS is missing or "-"
+us() { ns_in 1e3 1 "${1:-}"; }
+ms() { ns_in 1e6 "${2:-3}" "${1:-}"; }
+ns_in() { # UNIT DECIMALS NS
+    if [[ -z $3 || $3 == - ]]; then
+        echo -
+    else
+        awk -v x="$3" -v u="$1" -v f="%.$2f" 'BEGIN { printf f, x / u }'
+    fi
+}
+
+# rotate ARRAYNAME K: print the array's elements rotated left by K
+rotate() {
+    local -n arr=$1
+    local n=${#arr[@]} i
+    for ((i = 0; i < n; i++)); do printf '%s\n' "${arr[(i + $2) % n]}"; done
+}
+
+# ------------------------------------------------- interleaved timing ------
+
+# interleave DIR ROUNDS FN FAILS TOOL...: ROUNDS rounds, each running the
+# driver once for every TOOL, the order rotating each round (so noise hits
+# all tools alike).  FN TOOL sets ARGS, the driver's arguments for TOOL; its
+# lines go to DIR/TOOL.dat, and the array named FAILS gets [TOOL]=1 if a run
+# of it failed, else 0.
+interleave() {
+    local dir=$1 rounds=$2 fn=$3 r t
+    local -n fails=$4
+    local -a order
+    shift 4
+    local tools=("$@")
+    for t in "${tools[@]}"; do
+        : >"$dir/$t.dat"
+        fails["$t"]=0
+    done
+    for ((r = 0; r < rounds; r++)); do
+        mapfile -t order < <(rotate tools "$r")
+        for t in "${order[@]}"; do
+            "$fn" "$t"
+            "$SPAWN" "${ARGS[@]}" >>"$dir/$t.dat" || fails["$t"]=1
+        done
+    done
+}
+
+declare -A a_n a_mean a_med a_rssmed a_rss a_fail
+# time_rounds DIR ROUNDS BATCH WARMUP TOOL...: WARMUP untimed runs of every
+# TOOL, then interleaved ROUNDS of BATCH timed runs (spawn run).  cmd_a
+# TOOL sets CMD, and OUT if the command's stdout is to be null or pipe
+# (spawn run's word).  Then a_n, a_mean, a_med (wall ns), a_rssmed, a_rss
+# (peak RSS KiB, median and max) and a_fail (1: some run exited non-zero)
+# are set for each TOOL.
+time_rounds() {
+    local dir=$1 rounds=$2 batch=$3 warmup=$4 t
+    shift 4
+    for t in "$@"; do # warm-up: page cache, lock files created
+        cmd_a "$t"
+        "$SPAWN" run "$warmup" ${OUT:+"$OUT"} -- "${CMD[@]}" >/dev/null || true
+    done
+    interleave "$dir" "$rounds" run_args a_fail "$@"
+    for t in "$@"; do
+        read -r "a_n[$t]" "a_mean[$t]" "a_med[$t]" < <(sort -n -k1,1 "$dir/$t.dat" | awk '
+            { w[NR] = $1; s += $1 }
+            END { m = NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
+                  printf "%d %.0f %.0f\n", NR, s / NR, m }')
+        read -r "a_rssmed[$t]" "a_rss[$t]" < <(sort -n -k2,2 "$dir/$t.dat" | awk '
+            { r[NR] = $2 } END { printf "%d %d\n", r[int((NR + 1) / 2)], r[NR] }')
+    done
+}
+
+# run_args TOOL: ARGS for time_rounds' runs (BATCH is time_rounds' own)
+run_args() {
+    cmd_a "$1"
+    ARGS=(run "$batch" ${OUT:+"$OUT"} -- "${CMD[@]}")
+}
+
+# ---------------------------------------------------- contended counter ----
+
+declare -A cs_ns cs_bad cs_count cs_rate cs_ok
+# The critical section: a non-atomic read-modify-write of the counter file.
+# shellcheck disable=SC2016 # expanded by the sh -c of each run, not here
+RMW='n=$(cat "$1"); echo $((n + 1)) > "$1"'
+# rmw_par TOOL PROCS N: one spawn par of PROCS x N runs of RMW under TOOL's
+# lock (TOOL "none": no lock); prints the driver's "<wall_ns> <failed>"
+rmw_par() {
+    local d=$tmp/rmw.$1
+    LOCK=()
+    [[ $1 == none ]] || cmd_lock "$1" "$d"
+    "$SPAWN" par "$2" "$3" -- "${LOCK[@]}" /bin/sh -c "$RMW" sh "$d/C" || true
+}
+# contend PROCS ITERS CHUNKS FMT TOOL...: PROCS processes x ITERS blocking
+# acquisitions of TOOL's lock around RMW, in CHUNKS interleaved passes, then
+# a control run with no lock.  cmd_lock TOOL DIR sets LOCK, the command
+# line that runs the rest under TOOL's lock (DIR is TOOL's own, for its lock
+# files).  Prints a line per TOOL with printf FMT (tool, count, want,
+# OK|FAIL, seconds, rate) and sets cs_ns, cs_bad, cs_count, cs_rate
+# (critical sections/s), cs_ok (OK|FAIL) and cs_verdict.
+contend() {
+    local procs=$1 iters=$2 chunks=$3 fmt=$4 r t ns bad ctl ctl_want
+    local -a order
+    shift 4
+    local tools=("$@") total=$((procs * iters)) per_chunk=$((iters / chunks))
+    for t in "${tools[@]}" none; do
+        mkdir "$tmp/rmw.$t"
+        echo 0 >"$tmp/rmw.$t/C"
+        cs_ns[$t]=0 cs_bad[$t]=0
+    done
+    # CHUNKS passes of ITERS/CHUNKS acquisitions per process each; the
+    # counter carries over, so it must end at exactly PROCS x ITERS.
+    for ((r = 0; r < chunks; r++)); do
+        mapfile -t order < <(rotate tools "$r")
+        for t in "${order[@]}"; do
+            read -r ns bad < <(rmw_par "$t" "$procs" "$per_chunk")
+            cs_ns[$t]=$((cs_ns[$t] + ${ns:-0}))
+            cs_bad[$t]=$((cs_bad[$t] + ${bad:-1}))
+        done
+    done
+    cs_verdict=OK
+    for t in "${tools[@]}"; do
+        cs_count[$t]=$(cat "$tmp/rmw.$t/C")
+        cs_rate[$t]=$(awk -v n="$total" -v ns="${cs_ns[$t]}" 'BEGIN { printf "%.0f", ns ? n / (ns / 1e9) : 0 }')
+        cs_ok[$t]=OK
+        if [[ ${cs_count[$t]} != "$total" || ${cs_bad[$t]} != 0 ]]; then
+            cs_ok[$t]=FAIL
+            cs_verdict=FAIL
+            err "$t: counter ${cs_count[$t]} (want $total), ${cs_bad[$t]} failed runs"
+        fi
+        # shellcheck disable=SC2059 # the caller's format
+        printf "$fmt" "$t" "${cs_count[$t]}" "$total" "${cs_ok[$t]}" \
+            "$(awk -v ns="${cs_ns[$t]}" 'BEGIN { printf "%.2f", ns / 1e9 }')" "${cs_rate[$t]}"
+    done
+    # Control: the same workload with no lock must lose updates, or the test
+    # could not tell a broken lock from a working one.
+    read -r _ _ < <(rmw_par none "$procs" "$per_chunk")
+    ctl=$(cat "$tmp/rmw.none/C")
+    ctl_want=$((procs * per_chunk))
+    if ((ctl < ctl_want)); then
+        echo "  control (no lock, $ctl_want increments): counter $ctl -- lost updates, so the check can catch a broken lock"
+    else
+        note "control run without a lock lost no updates this time ($ctl/$ctl_want): the race window was not hit"
+    fi
+}
+
+# ------------------------------------------------------------ callgrind ----
+
+# cg_collected LOG: the total of callgrind's "Collected" line in LOG, if any
+cg_collected() { sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$1" | head -n1; }
+# cg_parts_sum DIR: the sum of the --dump-before parts among DIR/cg.* (empty
+# if there are none): a process's count up to entry to exec*()
+cg_parts_sum() {
+    local parts
+    parts=$(grep -l -e '^desc: Trigger: --dump-before' "$1"/cg.* 2>/dev/null || true)
+    [[ -z $parts ]] && return 0
+    # shellcheck disable=SC2086 # $parts: file names without spaces
+    awk '/^summary:/ { s += $2 } END { print s }' $parts
+}
+
+# ------------------------------------------------------------- summary -----
+
+# target LABEL VALUE OP LIMIT: one summary line, VALUE against the target,
+# printed with printf TARGET_FMT (label, value, op, limit, verdict).
+# check LABEL OK|FAIL: one line for an exact target, with printf CHECK_FMT
+# (label, value, verdict).  Each script sets both formats.
+target() {
+    local label=$1 value=$2 op=$3 limit=$4 v
+    if [[ -z $value || $value == - || $limit == - ]]; then
+        v="n/a"
+    elif awk -v x="$value" -v y="$limit" -v op="$op" 'BEGIN {
+            exit !((op == "<=" && x <= y) || (op == "<" && x < y) || (op == ">=" && x >= y)) }'; then
+        v=MET
+    else
+        v="NOT MET"
+    fi
+    # shellcheck disable=SC2059 # the script's format
+    printf "$TARGET_FMT" "$label" "${value:--}" "$op" "$limit" "$v"
+}
+check() {
+    # shellcheck disable=SC2059 # the script's format
+    printf "$CHECK_FMT" "$1" "$2" "$([[ $2 == OK ]] && echo MET || echo "NOT MET")"
+}
