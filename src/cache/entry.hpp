@@ -9,8 +9,8 @@
 //   24      8     payload length N
 //   32      K     the full KEY (compared on lookup: an MD5 collision is a miss)
 //   32+K    N     the payload: the command's stdout, byte for byte
-//   32+K+N  8     XXH64 of the payload
-//   40+K+N  8     XXH64 of bytes [0, 32+K) (the header)
+//   32+K+N  8     XXH3-64 of the payload
+//   40+K+N  8     XXH3-64 of bytes [0, 32+K) (the header)
 //
 // A file whose size, magic, version, key or checksums do not match is not an
 // entry: a torn, truncated, corrupt or foreign file is a miss.

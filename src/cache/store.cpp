@@ -22,12 +22,12 @@ namespace bufferlock {
 namespace {
 
 constexpr std::size_t small_read = 65536;            // one pread covers most entries whole
-constexpr std::size_t hash_window = 4 * 1024 * 1024; // mmap window: keeps RSS small
+constexpr std::size_t hash_window = 2 * 1024 * 1024; // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small
 
-// XXH64 of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
+// The checksum of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
 std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len) {
-  Xxh64 h;
+  Checksum h;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   while (len > 0) {
     const std::uint64_t base = offset / page * page;
@@ -105,13 +105,13 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
   }
   std::uint64_t want_payload = 0, want_header = 0;
   decode_trailer(std::string_view(trailer, sizeof trailer), want_payload, want_header);
-  if (xxh64(std::string_view(head).substr(0, h->header_size())) != want_header) {
+  if (checksum(std::string_view(head).substr(0, h->header_size())) != want_header) {
     why = "header checksum mismatch";
     return std::nullopt;
   }
   std::optional<std::uint64_t> got;
   if (size <= head.size()) { // the whole file is in `head` already
-    got = xxh64(std::string_view(head).substr(h->header_size(), h->payload_len));
+    got = checksum(std::string_view(head).substr(h->header_size(), h->payload_len));
   } else {
     got = hash_range(fd, h->header_size(), h->payload_len);
   }
@@ -271,7 +271,7 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 std::optional<SysError> EntryWriter::publish() {
   if (error_) return error_;
   const std::string head = encode_header(header_);
-  const std::string trailer = encode_trailer(payload_hash_.digest(), xxh64(head));
+  const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
       !write_all(fd_.get(), trailer.data(), trailer.size())) {
     fail(errno);

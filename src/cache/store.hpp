@@ -5,7 +5,7 @@
 #include "cache/entry.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
-#include "util/xxhash64.hpp"
+#include "util/checksum.hpp"
 
 #include <optional>
 #include <string>
@@ -98,7 +98,7 @@ private:
   std::string final_path_;
   EntryHeader header_;
   UniqueFd fd_;
-  Xxh64 payload_hash_;
+  Checksum payload_hash_;
   std::optional<SysError> error_;
   bool published_ = false;
 };

@@ -1,6 +1,5 @@
 #include "cache/entry.hpp"
 #include "cache/store.hpp"
-#include "util/xxhash64.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
