@@ -39,8 +39,6 @@ namespace bufferlock {
     "'%{command}' needs the redis backend: a file lock lives only as long as a process holds it")  \
   X(usage_empty_dir, "--dir needs a directory name")                                               \
   X(usage_bad_env, "invalid %{option}='%{value}'")                                                 \
-  X(usage_redis_unavailable, "the redis backend is not part of this build")                        \
-  X(usage_subcommand_unavailable, "'bufferlock %{command}' is not part of this build")               \
   X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                               \
   X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")            \
   X(redis_ttl_invalid,                                                                             \
@@ -79,7 +77,6 @@ namespace bufferlock {
   X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                 \
   X(redis_token_failed, "cannot make a lock token: %{error}")                                      \
   X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")     \
-  X(cache_dir_failed, "cannot use cache directory %{path}: %{error}")                              \
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                   \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                        \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                              \

@@ -38,16 +38,14 @@ int serve(const Options& o, const CacheStore& store, const CachedEntry& e) {
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const CacheStore& store, Lock* lock, bool store_usable,
+int build(const Options& o, const CacheStore& store, Lock* lock, const std::optional<SysError>& unusable,
           const CachedEntry* fallback) {
   std::optional<EntryWriter> writer;
-  std::optional<SysError> store_error;
-  if (store_usable) {
+  std::optional<SysError> store_error = unusable;
+  if (!unusable) {
     auto created = EntryWriter::create(store, o.key, realtime_ns());
     if (auto* e = std::get_if<SysError>(&created)) store_error = *e;
     else writer.emplace(std::move(std::get<EntryWriter>(created)));
-  } else {
-    store_error = SysError{store.dir(), "the cache directory is not usable"};
   }
 
   bool stdout_open = fallback == nullptr;
@@ -98,7 +96,8 @@ int build(const Options& o, const CacheStore& store, Lock* lock, bool store_usab
 // rebuilds while the caller serves the stale entry at once. The child keeps
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
-void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock) {
+void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock,
+                           const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
   ::setsid();
@@ -108,7 +107,7 @@ void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, &lock, true, nullptr));
+  ::_exit(build(o, store, &lock, unusable, nullptr));
 }
 
 int gc(const Options& o, const CacheStore& store) {
@@ -171,10 +170,10 @@ int cache_main(const Options& o) {
     if (tried.status == AcquireStatus::busy) return serve(o, store, found.entry);
     if (tried.status == AcquireStatus::acquired) {
       if (o.cache.background) {
-        rebuild_in_background(o, store, *lock);
+        rebuild_in_background(o, store, *lock, unusable);
         return serve(o, store, found.entry);
       }
-      return build(o, store, lock.get(), !unusable, o.cache.stale_if_error ? &found.entry : nullptr);
+      return build(o, store, lock.get(), unusable, o.cache.stale_if_error ? &found.entry : nullptr);
     }
   }
 
@@ -195,7 +194,7 @@ int cache_main(const Options& o) {
   }
   if (again.state == LookupState::found) found = std::move(again);
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
-  return build(o, store, lock.get(), !unusable, fall_back ? &found.entry : nullptr);
+  return build(o, store, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }
 
 } // namespace bufferlock

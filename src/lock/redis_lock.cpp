@@ -23,8 +23,6 @@ namespace {
 // its BLPOP; after that, waiters fall back to polling anyway.
 constexpr std::string_view wake_ttl_ms = "2000";
 
-// BLPOP's timeout: seconds with millisecond precision.
-std::string seconds_text(Nanos d) { return format_seconds(d); }
 
 } // namespace
 
@@ -79,7 +77,7 @@ void RedisLock::pause(Nanos d) {
   // instead of when the back-off's pause is over.
   if (wake_by_list_ && conn_ && !conn_->broken()) {
     conn_->set_io_timeout(d + settings_.io_timeout);
-    const std::string timeout = seconds_text(std::max(d, Nanos(1'000'000)));
+    const std::string timeout = format_seconds(std::max(d, Nanos(1'000'000)));
     auto reply = conn_->command({"BLPOP", wake_key_, timeout});
     conn_->set_io_timeout(settings_.io_timeout);
     if (auto* e = std::get_if<RedisError>(&reply)) {
@@ -151,7 +149,7 @@ LockStatus RedisLock::status() {
   if (r->type != REDIS_REPLY_INTEGER) return failed({RedisError::Kind::server, "unexpected reply to PTTL"});
   if (r->integer == -2) return {LockState::free, {}, {}};
   if (r->integer == -1) return {LockState::held, " ttl=none", {}};
-  return {LockState::held, " ttl=" + seconds_text(std::chrono::milliseconds(r->integer)), {}};
+  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};
 }
 
 std::string RedisLock::holder() {
