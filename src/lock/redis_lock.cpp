@@ -100,10 +100,10 @@ Outcome RedisLock::acquire(Nanos wait) {
                     [this] { return try_once(); }, [this](Nanos d) { pause(d); });
 }
 
-RedisResult<bool> RedisLock::release_token() {
+RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
   auto conn = connection();
   if (auto* e = std::get_if<RedisError>(&conn)) return *e;
-  auto reply = run_script(*std::get<RedisConnection*>(conn), release_script, key_, wake_key_, token_, wake_ttl_ms);
+  auto reply = run_script(*std::get<RedisConnection*>(conn), script, key_, wake_key_, token_, ms);
   if (auto* e = std::get_if<RedisError>(&reply)) {
     drop_connection_after(*e);
     return *e;
@@ -112,17 +112,9 @@ RedisResult<bool> RedisLock::release_token() {
   return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 }
 
-RedisResult<bool> RedisLock::extend_token() {
-  auto conn = connection();
-  if (auto* e = std::get_if<RedisError>(&conn)) return *e;
-  auto reply = run_script(*std::get<RedisConnection*>(conn), renew_script, key_, wake_key_, token_, ttl_ms_);
-  if (auto* e = std::get_if<RedisError>(&reply)) {
-    drop_connection_after(*e);
-    return *e;
-  }
-  const redisReply* r = std::get<RedisReply>(reply).get();
-  return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-}
+RedisResult<bool> RedisLock::release_token() { return compare_script(release_script, wake_ttl_ms); }
+
+RedisResult<bool> RedisLock::extend_token() { return compare_script(renew_script, ttl_ms_); }
 
 void RedisLock::release() {
   if (lost_) return; // not ours any more: nothing to delete

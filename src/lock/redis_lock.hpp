@@ -6,6 +6,7 @@
 #include "cli.hpp"
 #include "lock/lock.hpp"
 #include "redis/connection.hpp"
+#include "redis/scripts.hpp"
 
 #include <optional>
 #include <string>
@@ -47,6 +48,9 @@ public:
 
 private:
   RedisResult<RedisConnection*> connection();
+  // Runs a compare-with-our-token script (release, renew): true when it
+  // found our token and acted, false when the key held another or none.
+  RedisResult<bool> compare_script(const RedisScript& script, std::string_view ms);
   void drop_connection_after(const RedisError& e);
   Outcome try_once();
   void pause(Nanos d);
