@@ -13,7 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 build_packages=(cmake g++ make pkg-config libfmt-dev libssl-dev libhiredis-dev libxxhash-dev)
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps iproute2 python3
-  redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper)
+  redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper
+  build-essential)
 jobs=${JOBS:-$(nproc)}
 
 say() { printf '==> %s\n' "$*"; }

@@ -23,9 +23,12 @@ setup_file() {
     local repo
     repo="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
     # CTest gives each suite 600 s; the build takes well under a minute here.
+    # setup_file runs under errexit: keep the status, so that each test fails
+    # with the build's own log instead of a bare "setup_file failed".
+    local status=0
     JOBS=$(nproc) TMPDIR="$BATS_FILE_TMPDIR" timeout 480 \
-        "$repo/packaging/build-deb.sh" "$PKG_OUT" >"$BATS_FILE_TMPDIR/deb-path" 2>"$PKG_LOG"
-    echo $? >"$BATS_FILE_TMPDIR/build-status"
+        "$repo/packaging/build-deb.sh" "$PKG_OUT" >"$BATS_FILE_TMPDIR/deb-path" 2>"$PKG_LOG" || status=$?
+    echo "$status" >"$BATS_FILE_TMPDIR/build-status"
 }
 
 # The .deb that setup_file built, in $DEB; fails with the build's log when
