@@ -102,10 +102,12 @@ int cmd_release_or_extend(const Options& o) {
   }
   if (std::get<bool>(result)) return exit_code::ok;
   if (release) {
-    diag::debug(message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}}));
+    diag::debug_lazy([&] { return message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}}); });
     return exit_code::ok; // not ours any more: done, as far as we are concerned
   }
-  diag::debug(message(Msg::redis_lock_lost, {{"key", display_key(o.key)}, {"server", redis.server()}}));
+  diag::debug_lazy([&] {
+    return message(Msg::redis_lock_lost, {{"key", display_key(o.key)}, {"server", redis.server()}});
+  });
   return o.busy_exit;
 }
 
@@ -120,14 +122,14 @@ int app_main(int argc, char** argv) {
     if (!o.messages_file.empty()) {
       std::string why;
       if (!load_message_overrides(o.messages_file, why)) {
-        diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_messages_file,
-                                                                {{"path", o.messages_file}, {"error", why}})}}));
+        diag::error(message(
+            Msg::usage_hint,
+            {{"error", message(Msg::usage_messages_file, {{"path", o.messages_file}, {"error", why}})}}));
         return exit_code::usage;
       }
     }
     switch (o.command) {
-    case Command::help:
-      return write_stdout(o.help_topic == Command::cache ? cache_help_text() : help_text());
+    case Command::help: return write_stdout(o.help_topic == Command::cache ? cache_help_text() : help_text());
     case Command::version: return write_stdout(version_text());
     case Command::list_messages: return write_stdout(list_messages());
     case Command::run: return cmd_run(o);

@@ -11,13 +11,42 @@ namespace bufferlock {
 namespace {
 
 enum class Opt {
-  dir, redis, nonblock, wait, busy_exit, error_exit, fail_open, shared, close, no_fork,
-  shell_command, verbose, quiet, help, version, messages, list_messages,
+  dir,
+  redis,
+  nonblock,
+  wait,
+  busy_exit,
+  error_exit,
+  fail_open,
+  shared,
+  close,
+  no_fork,
+  shell_command,
+  verbose,
+  quiet,
+  help,
+  version,
+  messages,
+  list_messages,
   // redis only
-  ttl, key_prefix, hash_tag, connect_timeout, io_timeout, step, ratio, max_step, on_lost,
+  ttl,
+  key_prefix,
+  hash_tag,
+  connect_timeout,
+  io_timeout,
+  step,
+  ratio,
+  max_step,
+  on_lost,
   kill_after,
   // cache only
-  cache_dir, max_age, stale, background, stale_if_error, drop, gc,
+  cache_dir,
+  max_age,
+  stale,
+  background,
+  stale_if_error,
+  drop,
+  gc,
 };
 
 enum class Arity { flag, value };
@@ -76,7 +105,8 @@ thread_local std::string messages_file_seen;
 
 [[noreturn]] void usage(Msg m, std::initializer_list<Placeholder> values = {}) {
   MessageArgs args;
-  for (const auto& p : values) args.emplace_back(p.name, p.value);
+  for (const auto& p : values)
+    args.emplace_back(p.name, p.value);
   throw UsageError(m, std::move(args), messages_file_seen);
 }
 
@@ -111,8 +141,10 @@ int exit_status_value(std::string_view option, std::string_view text) {
   int v = 0;
   bool ok = !text.empty() && text.size() <= 3;
   for (char c : text) {
-    if (c < '0' || c > '9') ok = false;
-    else v = v * 10 + (c - '0');
+    if (c < '0' || c > '9')
+      ok = false;
+    else
+      v = v * 10 + (c - '0');
   }
   if (!ok || v > 255) usage(Msg::usage_bad_exit_status, {{"option", option}, {"value", text}});
   return v;
@@ -203,9 +235,12 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
   case Opt::drop: o.cache.drop = true; break;
   case Opt::gc: o.cache.gc = true; break;
   case Opt::on_lost:
-    if (value == "warn") o.redis.on_lost = OnLost::warn;
-    else if (value == "term") o.redis.on_lost = OnLost::term;
-    else usage(Msg::usage_bad_env, {{"option", typed}, {"value", value}});
+    if (value == "warn")
+      o.redis.on_lost = OnLost::warn;
+    else if (value == "term")
+      o.redis.on_lost = OnLost::term;
+    else
+      usage(Msg::usage_bad_env, {{"option", typed}, {"value", value}});
     break;
   }
 }
@@ -334,8 +369,10 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     o.redis.url = std::get<RedisUrl>(parsed);
     o.redis.password = o.redis.url.password;
     if (!o.redis.password) {
-      if (const char* pw = env_value(getenv, "BUFFERLOCK_REDIS_PASSWORD")) o.redis.password = pw;
-      else if (const char* cli_pw = env_value(getenv, "REDISCLI_AUTH")) o.redis.password = cli_pw;
+      if (const char* pw = env_value(getenv, "BUFFERLOCK_REDIS_PASSWORD"))
+        o.redis.password = pw;
+      else if (const char* cli_pw = env_value(getenv, "REDISCLI_AUTH"))
+        o.redis.password = cli_pw;
     }
     if (o.shared) usage(Msg::usage_shared_with_redis);
     // Environment equivalents of the redis options the command line did not give.
@@ -380,26 +417,33 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   if (argc > 1 && is_subcommand(argv[1])) {
     const std::string_view sub = argv[1];
     explicit_command = true;
-    if (sub == "run") p.opts.command = Command::run;
-    else if (sub == "cache") p.opts.command = Command::cache;
-    else if (sub == "status") p.opts.command = Command::status;
-    else if (sub == "acquire") p.opts.command = Command::acquire;
-    else if (sub == "release") p.opts.command = Command::release;
-    else p.opts.command = Command::extend;
+    if (sub == "run")
+      p.opts.command = Command::run;
+    else if (sub == "cache")
+      p.opts.command = Command::cache;
+    else if (sub == "status")
+      p.opts.command = Command::status;
+    else if (sub == "acquire")
+      p.opts.command = Command::acquire;
+    else if (sub == "release")
+      p.opts.command = Command::release;
+    else
+      p.opts.command = Command::extend;
     i = 2;
   }
   i = parse_options(p, argc, argv, i, explicit_command);
   Options& o = p.opts;
-  if (o.command == Command::help || o.command == Command::version ||
-      o.command == Command::list_messages)
+  if (o.command == Command::help || o.command == Command::version || o.command == Command::list_messages)
     return o;
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
       if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
-    if (c.stale && !c.max_age) usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
-    if (c.background && !c.stale) usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
+    if (c.stale && !c.max_age)
+      usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
+    if (c.background && !c.stale)
+      usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
     if (c.gc) {
       if (p.have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       return o;
@@ -436,8 +480,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
 
   choose_backend(p, getenv);
   if (o.backend == Backend::file &&
-      (o.command == Command::acquire || o.command == Command::release ||
-       o.command == Command::extend)) {
+      (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
     usage(Msg::usage_file_subcommand, {{"command", subcommands[static_cast<int>(o.command)]}});
   }
   return o;

@@ -37,33 +37,33 @@ struct RedisSettings {
 };
 
 struct CacheSettings {
-  std::string dir;               // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
-  std::optional<Nanos> max_age;  // entries older than this are misses
-  std::optional<Nanos> stale;    // ... but served while someone rebuilds, this much longer
-  bool background = false;       // the caller that rebuilds serves stale and rebuilds detached
-  bool stale_if_error = false;   // a failed rebuild serves the old entry
-  bool drop = false;             // --drop KEY
-  bool gc = false;               // --gc
+  std::string dir;              // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
+  std::optional<Nanos> max_age; // entries older than this are misses
+  std::optional<Nanos> stale;   // ... but served while someone rebuilds, this much longer
+  bool background = false;      // the caller that rebuilds serves stale and rebuilds detached
+  bool stale_if_error = false;  // a failed rebuild serves the old entry
+  bool drop = false;            // --drop KEY
+  bool gc = false;              // --gc
 };
 
 struct Options {
   Command command = Command::run;
   Backend backend = Backend::file;
-  std::string dir;          // file backend: lock directory; empty = the default one
-  RedisSettings redis;      // redis backend
+  std::string dir;             // file backend: lock directory; empty = the default one
+  RedisSettings redis;         // redis backend
   bool backend_chosen = false; // by --dir/--redis or their environment variables
   CacheSettings cache;
-  Nanos wait{0};            // 0 = try once; infinite_duration = forever
+  Nanos wait{0}; // 0 = try once; infinite_duration = forever
   int busy_exit = 75;
   int error_exit = 69;
   bool fail_open = false;
   bool shared = false;
-  bool close = false;       // --close: fork, the command does not inherit the lock
+  bool close = false; // --close: fork, the command does not inherit the lock
   diag::Verbosity verbosity = diag::Verbosity::normal;
   std::string key;
-  std::vector<std::string> argv; // the command; for -c, {"/bin/sh", "-c", STRING}
-  std::string token;             // release / extend
-  std::string messages_file;     // --messages (else BUFFERLOCK_MESSAGES)
+  std::vector<std::string> argv;     // the command; for -c, {"/bin/sh", "-c", STRING}
+  std::string token;                 // release / extend
+  std::string messages_file;         // --messages (else BUFFERLOCK_MESSAGES)
   Command help_topic = Command::run; // the subcommand whose --help was asked
 };
 

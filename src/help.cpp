@@ -138,8 +138,8 @@ std::string version_text() {
   return fmt::format("bufferlock {}\n"
                      "backends: file, redis\n"
                      "libraries: hiredis {}.{}.{}, fmt {}.{}.{}\n",
-                     BUFFERLOCK_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-                     FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
+                     BUFFERLOCK_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, FMT_VERSION / 10000,
+                     FMT_VERSION / 100 % 100, FMT_VERSION % 100);
 }
 
 } // namespace bufferlock

@@ -34,8 +34,10 @@ std::string_view text_of(Msg m) {
 }
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -62,7 +64,8 @@ std::string message(Msg m, std::initializer_list<Placeholder> values) {
 
 std::string message(Msg m, const MessageArgs& values) {
   std::vector<Placeholder> list;
-  for (const auto& [name, value] : values) list.push_back({name, value});
+  for (const auto& [name, value] : values)
+    list.push_back({name, value});
   return diag::substitute(text_of(m), list);
 }
 
@@ -105,7 +108,8 @@ bool load_message_overrides(const std::string& path, std::string& error) {
     const std::string_view key = trim(line.substr(0, eq));
     const std::string_view value = trim(line.substr(eq + 1));
     std::size_t i = 0;
-    while (i < catalogue.size() && catalogue[i].key != key) ++i;
+    while (i < catalogue.size() && catalogue[i].key != key)
+      ++i;
     if (i == catalogue.size()) {
       diag::warn(message(Msg::messages_unknown_key, {{"path", path}, {"line", line_text}, {"key", key}}));
       continue;
@@ -133,7 +137,8 @@ std::string display_key(std::string_view key) {
   if (key.size() <= max_shown) return std::string(key);
   // Cut on a UTF-8 boundary so the shown part stays valid text.
   std::size_t cut = max_shown;
-  while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xc0) == 0x80) --cut;
+  while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xc0) == 0x80)
+    --cut;
   return std::string(key.substr(0, cut)) + "...";
 }
 

@@ -13,76 +13,76 @@
 namespace bufferlock {
 
 // X(key, default text)
-#define BUFFERLOCK_MESSAGES(X)                                                                     \
-  X(usage_unknown_option, "unknown option '%{option}'")                                            \
-  X(usage_missing_value, "option '%{option}' needs a value")                                       \
-  X(usage_unexpected_value, "option '%{option}' takes no value")                                   \
-  X(usage_bad_duration,                                                                            \
-    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25 or 250ms")        \
-  X(usage_bad_wait,                                                                                \
-    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25, 250ms or inf")   \
-  X(usage_bad_exit_status, "invalid exit status '%{value}' for %{option}: expected 0 to 255")      \
-  X(lock_key_undefined, "missing KEY")                                                             \
-  X(usage_missing_command, "missing command after KEY")                                            \
-  X(usage_extra_argument, "unexpected argument '%{value}'")                                        \
-  X(usage_command_twice, "both -c and a command after KEY were given")                             \
-  X(usage_shell_one_word, "%{option} takes exactly one shell command")                             \
-  X(usage_key_is_subcommand,                                                                       \
-    "KEY '%{key}' is also a subcommand: use 'bufferlock run %{key} ...' or put '--' before it")    \
-  X(usage_both_backends, "--dir and --redis cannot be used together")                              \
-  X(usage_both_backend_env,                                                                        \
-    "both BUFFERLOCK_DIR and BUFFERLOCK_REDIS are set: choose one with --dir or --redis")          \
-  X(usage_redis_option_with_file, "%{option} is a redis option; the file backend has no use for it") \
-  X(usage_shared_with_redis, "--shared works only with the file backend")                          \
-  X(usage_close_and_no_fork, "--close and --no-fork cannot be used together")                      \
-  X(usage_file_subcommand,                                                                         \
-    "'%{command}' needs the redis backend: a file lock lives only as long as a process holds it")  \
-  X(usage_empty_dir, "--dir needs a directory name")                                               \
-  X(usage_bad_env, "invalid %{option}='%{value}'")                                                 \
-  X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                               \
-  X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")            \
-  X(redis_ttl_invalid,                                                                             \
-    "invalid %{option} '%{value}': expected seconds > 0 such as 60, 2.5 or 500ms (at least 1 ms)") \
-  X(redis_namespace_invalid, "%{option} needs a non-empty key prefix")                             \
-  X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                            \
-  X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                 \
-  X(usage_option_needs, "%{option} needs %{value}")                                                \
-  X(usage_messages_file, "cannot read messages file %{path}: %{error}")                           \
-  X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")               \
-  X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")      \
-  X(messages_unknown_placeholder,                                                                  \
-    "%{path}, line %{line}: '%{key}' has no placeholder %{value}; default text kept")              \
-  X(usage_hint, "%{error} (see 'bufferlock --help')")                                              \
-  X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                      \
-  X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                  \
-  X(lock_dir_not_writable, "cannot create lock file %{path}: %{error}")                            \
-  X(lock_open_failed, "cannot open %{path}: %{error}")                                             \
-  X(lock_failed, "cannot lock %{path}: %{error}")                                                  \
-  X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                \
-  X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                \
-  X(lock_busy, "'%{key}' is busy")                                                                 \
-  X(lock_busy_holder, "'%{key}' is busy (%{holder})")                                              \
-  X(lock_timeout, "gave up waiting for '%{key}' after %{seconds}s")                                \
-  X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (%{holder})")             \
-  X(lock_released, "released '%{key}'")                                                            \
-  X(exec_failed, "cannot run %{command}: %{error}")                                                \
-  X(fork_failed, "cannot start %{command}: %{error}")                                              \
-  X(status_failed, "cannot read the state of %{path}: %{error}")                                   \
-  X(redis_lock_failed, "cannot take the lock on %{server}: %{error}")                              \
-  X(redis_unlock_failed, "cannot release the lock on %{server}: %{error}")                         \
-  X(redis_renew_failed, "cannot renew the lock on %{server}: %{error}")                            \
-  X(redis_status_failed, "cannot read the lock on %{server}: %{error}")                            \
-  X(redis_lock_lost, "lost the lock '%{key}' on %{server}: it expired or another holder took it")  \
-  X(redis_lock_lost_term, "lost the lock '%{key}' on %{server}; sending the command SIGTERM")      \
-  X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                 \
-  X(redis_token_failed, "cannot make a lock token: %{error}")                                      \
-  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")     \
-  X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                   \
-  X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                        \
-  X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                              \
-  X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry") \
-  X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry") \
-  X(cache_hit, "served '%{key}' from %{path}")                                                     \
+#define BUFFERLOCK_MESSAGES(X)                                                                               \
+  X(usage_unknown_option, "unknown option '%{option}'")                                                      \
+  X(usage_missing_value, "option '%{option}' needs a value")                                                 \
+  X(usage_unexpected_value, "option '%{option}' takes no value")                                             \
+  X(usage_bad_duration,                                                                                      \
+    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25 or 250ms")                  \
+  X(usage_bad_wait,                                                                                          \
+    "invalid duration '%{value}' for %{option}: expected seconds such as 5, 0.25, 250ms or inf")             \
+  X(usage_bad_exit_status, "invalid exit status '%{value}' for %{option}: expected 0 to 255")                \
+  X(lock_key_undefined, "missing KEY")                                                                       \
+  X(usage_missing_command, "missing command after KEY")                                                      \
+  X(usage_extra_argument, "unexpected argument '%{value}'")                                                  \
+  X(usage_command_twice, "both -c and a command after KEY were given")                                       \
+  X(usage_shell_one_word, "%{option} takes exactly one shell command")                                       \
+  X(usage_key_is_subcommand,                                                                                 \
+    "KEY '%{key}' is also a subcommand: use 'bufferlock run %{key} ...' or put '--' before it")              \
+  X(usage_both_backends, "--dir and --redis cannot be used together")                                        \
+  X(usage_both_backend_env,                                                                                  \
+    "both BUFFERLOCK_DIR and BUFFERLOCK_REDIS are set: choose one with --dir or --redis")                    \
+  X(usage_redis_option_with_file, "%{option} is a redis option; the file backend has no use for it")         \
+  X(usage_shared_with_redis, "--shared works only with the file backend")                                    \
+  X(usage_close_and_no_fork, "--close and --no-fork cannot be used together")                                \
+  X(usage_file_subcommand,                                                                                   \
+    "'%{command}' needs the redis backend: a file lock lives only as long as a process holds it")            \
+  X(usage_empty_dir, "--dir needs a directory name")                                                         \
+  X(usage_bad_env, "invalid %{option}='%{value}'")                                                           \
+  X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                                          \
+  X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")                      \
+  X(redis_ttl_invalid,                                                                                       \
+    "invalid %{option} '%{value}': expected seconds > 0 such as 60, 2.5 or 500ms (at least 1 ms)")           \
+  X(redis_namespace_invalid, "%{option} needs a non-empty key prefix")                                       \
+  X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                                      \
+  X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                            \
+  X(usage_option_needs, "%{option} needs %{value}")                                                          \
+  X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
+  X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \
+  X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")               \
+  X(messages_unknown_placeholder,                                                                            \
+    "%{path}, line %{line}: '%{key}' has no placeholder %{value}; default text kept")                        \
+  X(usage_hint, "%{error} (see 'bufferlock --help')")                                                        \
+  X(lock_dir_create_failed, "cannot create lock directory %{path}: %{error}")                                \
+  X(lock_dir_unsafe, "refusing lock directory %{path}: %{error}")                                            \
+  X(lock_dir_not_writable, "cannot create lock file %{path}: %{error}")                                      \
+  X(lock_open_failed, "cannot open %{path}: %{error}")                                                       \
+  X(lock_failed, "cannot lock %{path}: %{error}")                                                            \
+  X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                          \
+  X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                          \
+  X(lock_busy, "'%{key}' is busy")                                                                           \
+  X(lock_busy_holder, "'%{key}' is busy (%{holder})")                                                        \
+  X(lock_timeout, "gave up waiting for '%{key}' after %{seconds}s")                                          \
+  X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (%{holder})")                       \
+  X(lock_released, "released '%{key}'")                                                                      \
+  X(exec_failed, "cannot run %{command}: %{error}")                                                          \
+  X(fork_failed, "cannot start %{command}: %{error}")                                                        \
+  X(status_failed, "cannot read the state of %{path}: %{error}")                                             \
+  X(redis_lock_failed, "cannot take the lock on %{server}: %{error}")                                        \
+  X(redis_unlock_failed, "cannot release the lock on %{server}: %{error}")                                   \
+  X(redis_renew_failed, "cannot renew the lock on %{server}: %{error}")                                      \
+  X(redis_status_failed, "cannot read the lock on %{server}: %{error}")                                      \
+  X(redis_lock_lost, "lost the lock '%{key}' on %{server}: it expired or another holder took it")            \
+  X(redis_lock_lost_term, "lost the lock '%{key}' on %{server}; sending the command SIGTERM")                \
+  X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                           \
+  X(redis_token_failed, "cannot make a lock token: %{error}")                                                \
+  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")               \
+  X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
+  X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
+  X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \
+  X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \
+  X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry")      \
+  X(cache_hit, "served '%{key}' from %{path}")                                                               \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")
 
 enum class Msg {

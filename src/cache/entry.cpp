@@ -7,12 +7,14 @@ namespace bufferlock {
 namespace {
 
 template <class T> void put(std::string& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out += static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    out += static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
 }
 
 template <class T> T get(std::string_view in, std::size_t at) {
   std::uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= std::uint64_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    v |= std::uint64_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
   return static_cast<T>(v);
 }
 

@@ -30,7 +30,9 @@ std::int64_t realtime_ns() {
 
 int serve(const Options& o, const CacheStore& store, const CachedEntry& e) {
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
-  diag::debug(message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.entry_path(o.key)}}));
+  diag::debug_lazy([&] {
+    return message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.entry_path(o.key)}});
+  });
   return exit_code::ok;
 }
 
@@ -44,8 +46,10 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
   std::optional<SysError> store_error = unusable;
   if (!unusable) {
     auto created = EntryWriter::create(store, o.key, realtime_ns());
-    if (auto* e = std::get_if<SysError>(&created)) store_error = *e;
-    else writer.emplace(std::move(std::get<EntryWriter>(created)));
+    if (auto* e = std::get_if<SysError>(&created))
+      store_error = *e;
+    else
+      writer.emplace(std::move(std::get<EntryWriter>(created)));
   }
 
   bool stdout_open = fallback == nullptr;
@@ -112,9 +116,11 @@ void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock
 
 int gc(const Options& o, const CacheStore& store) {
   const GcCounts c = store.gc(o.cache.max_age, realtime_ns());
-  diag::debug(message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
-                                           {"temps", std::to_string(c.temps_removed)},
-                                           {"path", store.dir()}}));
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
+                                        {"temps", std::to_string(c.temps_removed)},
+                                        {"path", store.dir()}});
+  });
   return exit_code::ok;
 }
 
@@ -158,9 +164,9 @@ int cache_main(const Options& o) {
   if (found.state == LookupState::corrupt)
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.entry_path(o.key)}, {"error", found.why}}));
   const bool have = found.state == LookupState::found;
-  const Freshness age = have ? freshness(found.entry.header.created_ns, realtime_ns(), o.cache.max_age,
-                                         o.cache.stale)
-                             : Freshness::expired;
+  const Freshness age =
+      have ? freshness(found.entry.header.created_ns, realtime_ns(), o.cache.max_age, o.cache.stale)
+           : Freshness::expired;
   if (have && age == Freshness::fresh) return serve(o, store, found.entry);
 
   const std::unique_ptr<Lock> lock = make_lock(o, o.backend_chosen ? std::string() : store.dir() + "/locks");
@@ -185,9 +191,8 @@ int cache_main(const Options& o) {
   }
   // Check again: the holder we waited for has probably just stored it.
   Lookup again = store.lookup(o.key);
-  if (again.state == LookupState::found &&
-      freshness(again.entry.header.created_ns, realtime_ns(), o.cache.max_age, std::nullopt) ==
-          Freshness::fresh) {
+  if (again.state == LookupState::found && freshness(again.entry.header.created_ns, realtime_ns(),
+                                                     o.cache.max_age, std::nullopt) == Freshness::fresh) {
     const int status = serve(o, store, again.entry);
     lock->release();
     return status;

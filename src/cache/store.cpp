@@ -21,8 +21,10 @@ namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t small_read = 65536;            // one pread covers most entries whole
-constexpr std::size_t hash_window = 2 * 1024 * 1024; // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS small
+constexpr std::size_t small_read = 65536; // one pread covers most entries whole
+constexpr std::size_t hash_window =
+    2 * 1024 * 1024; // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS
+                     // small // mmap window: keeps RSS small // mmap window: keeps RSS small
 
 // The checksum of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
@@ -33,8 +35,8 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
     const std::uint64_t base = offset / page * page;
     const std::uint64_t skip = offset - base;
     const std::uint64_t take = std::min<std::uint64_t>(len, hash_window - skip);
-    void* map = ::mmap(nullptr, skip + take, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd,
-                       static_cast<off_t>(base));
+    void* map =
+        ::mmap(nullptr, skip + take, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(base));
     if (map == MAP_FAILED) {
       std::vector<char> buf(std::min<std::uint64_t>(take, small_read));
       if (!pread_all(fd, buf.data(), buf.size(), static_cast<off_t>(offset))) return std::nullopt;
@@ -54,9 +56,9 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
 // replaced by a newer entry since we looked).
 void unlink_if_same(const std::string& path, int fd) {
-  struct stat a {}, b {};
-  if (::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
-      a.st_ino == b.st_ino)
+  struct stat a {
+  }, b{};
+  if (::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
     ::unlink(path.c_str());
 }
 
@@ -138,8 +140,10 @@ bool serve_entry(const CachedEntry& e, int out_fd) {
       ::poll(&p, 1, -1);
       continue;
     }
-    if (n < 0 && (errno == EINVAL || errno == ENOSYS)) use_sendfile = false; // e.g. O_APPEND
-    else return false;
+    if (n < 0 && (errno == EINVAL || errno == ENOSYS))
+      use_sendfile = false; // e.g. O_APPEND
+    else
+      return false;
   }
   std::vector<char> buf(std::min<std::uint64_t>(left, small_read));
   while (left > 0) {
@@ -198,7 +202,8 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
   DIR* d = ::opendir(dir_.c_str());
   if (!d) return counts;
   std::vector<std::string> names;
-  while (const dirent* ent = ::readdir(d)) names.emplace_back(ent->d_name);
+  while (const dirent* ent = ::readdir(d))
+    names.emplace_back(ent->d_name);
   ::closedir(d);
   for (const auto& name : names) {
     const std::string path = dir_ + "/" + name;
@@ -230,8 +235,8 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   EntryWriter w;
   const std::string digest = md5_hex(key);
   w.final_path_ = store.entry_path(key);
-  w.temp_path_ = store.dir() + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-" +
-                 random_token().substr(0, 8);
+  w.temp_path_ =
+      store.dir() + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-" + random_token().substr(0, 8);
   w.fd_.reset(::open(w.temp_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
   if (!w.fd_) return SysError{w.temp_path_, errno_text(errno)};
   // Marks the build as running for --gc (released when the descriptor closes).

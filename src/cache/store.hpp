@@ -3,9 +3,9 @@
 #pragma once
 
 #include "cache/entry.hpp"
+#include "util/checksum.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
-#include "util/checksum.hpp"
 
 #include <optional>
 #include <string>

@@ -43,8 +43,8 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
   const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
   if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, o.key, mode);
   if (!lock_dir.empty()) return std::make_unique<FileLock>(lock_dir, DirKind::user_given, o.key, mode);
-  return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")),
-                                    DirKind::private_default, o.key, mode);
+  return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")), DirKind::private_default,
+                                    o.key, mode);
 }
 
 Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
@@ -52,9 +52,11 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
   const Outcome outcome = lock.acquire(o.wait);
   switch (outcome.status) {
   case AcquireStatus::acquired:
-    diag::debug(message(Msg::lock_acquired, {{"key", display_key(o.key)},
-                                             {"path", lock.where()},
-                                             {"seconds", format_seconds(monotonic_now() - start)}}));
+    diag::debug_lazy([&] {
+      return message(Msg::lock_acquired, {{"key", display_key(o.key)},
+                                          {"path", lock.where()},
+                                          {"seconds", format_seconds(monotonic_now() - start)}});
+    });
     return Taken::locked;
   case AcquireStatus::busy:
     report_busy(o, lock, monotonic_now() - start);

@@ -60,7 +60,7 @@ FileLock::FileLock(std::string dir, DirKind kind, std::string_view key, LockMode
 void FileLock::release() {
   if (!fd_) return;
   fd_.reset();
-  diag::debug(message(Msg::lock_released, {{"key", display_key_}}));
+  diag::debug_lazy([&] { return message(Msg::lock_released, {{"key", display_key_}}); });
 }
 
 void FileLock::export_env() const { ::setenv("BUFFERLOCK_BACKEND", "file", 1); }
@@ -86,8 +86,7 @@ std::optional<std::string> FileLock::open_lock_file() {
     const int create_errno = errno;
     fd = ::open(path_.c_str(), open_flags);
     if (fd < 0 && errno == ENOENT)
-      return message(Msg::lock_dir_not_writable,
-                     {{"path", path_}, {"error", errno_text(create_errno)}});
+      return message(Msg::lock_dir_not_writable, {{"path", path_}, {"error", errno_text(create_errno)}});
   }
   if (fd < 0) {
     const int err = errno;

@@ -17,9 +17,11 @@ std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
+    while (i < line.size() && line[i] == ' ')
+      ++i;
     const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ') ++i;
+    while (i < line.size() && line[i] != ' ')
+      ++i;
     if (i > start) words.push_back(line.substr(start, i - start));
   }
   return words;

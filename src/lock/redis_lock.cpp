@@ -23,7 +23,6 @@ namespace {
 // its BLPOP; after that, waiters fall back to polling anyway.
 constexpr std::string_view wake_ttl_ms = "2000";
 
-
 } // namespace
 
 std::string redis_lock_key(const RedisSettings& settings, std::string_view key) {
@@ -31,16 +30,11 @@ std::string redis_lock_key(const RedisSettings& settings, std::string_view key) 
   return settings.key_prefix + md5_hex(key);
 }
 
-long long round_to_ms(Nanos d) {
-  return std::max<long long>(1, (d.count() + 500'000) / 1'000'000);
-}
+long long round_to_ms(Nanos d) { return std::max<long long>(1, (d.count() + 500'000) / 1'000'000); }
 
 RedisLock::RedisLock(const RedisSettings& settings, std::string_view key)
-    : settings_(settings),
-      display_key_(display_key(key)),
-      key_(redis_lock_key(settings, key)),
-      wake_key_(key_ + ":wake"),
-      ttl_ms_(std::to_string(round_to_ms(settings.ttl))) {}
+    : settings_(settings), display_key_(display_key(key)), key_(redis_lock_key(settings, key)),
+      wake_key_(key_ + ":wake"), ttl_ms_(std::to_string(round_to_ms(settings.ttl))) {}
 
 RedisResult<RedisConnection*> RedisLock::connection() {
   if (conn_ && !conn_->broken()) return &*conn_;
@@ -64,7 +58,8 @@ Outcome RedisLock::try_once() {
     return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}));
   };
   if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
-  auto reply = run_script(*std::get<RedisConnection*>(conn), acquire_script, key_, wake_key_, token_, ttl_ms_);
+  auto reply =
+      run_script(*std::get<RedisConnection*>(conn), acquire_script, key_, wake_key_, token_, ttl_ms_);
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
   if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") return Outcome::acquired();
@@ -96,8 +91,9 @@ Outcome RedisLock::acquire(Nanos wait) {
   if (token_.empty()) token_ = random_token();
   if (token_.empty())
     return Outcome::failed(message(Msg::redis_token_failed, {{"error", errno_text(errno)}}));
-  return poll_until(wait, Backoff(settings_.step, settings_.ratio, settings_.max_step),
-                    [this] { return try_once(); }, [this](Nanos d) { pause(d); });
+  return poll_until(
+      wait, Backoff(settings_.step, settings_.ratio, settings_.max_step), [this] { return try_once(); },
+      [this](Nanos d) { pause(d); });
 }
 
 RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
@@ -122,9 +118,9 @@ void RedisLock::release() {
   if (auto* e = std::get_if<RedisError>(&released)) {
     diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
   } else if (!std::get<bool>(released)) {
-    diag::debug(message(Msg::redis_released_not_ours, {{"key", display_key_}}));
+    diag::debug_lazy([&] { return message(Msg::redis_released_not_ours, {{"key", display_key_}}); });
   } else {
-    diag::debug(message(Msg::lock_released, {{"key", display_key_}}));
+    diag::debug_lazy([&] { return message(Msg::lock_released, {{"key", display_key_}}); });
   }
 }
 
@@ -132,7 +128,8 @@ LockStatus RedisLock::status() {
   auto conn = connection();
   auto failed = [&](const RedisError& e) {
     drop_connection_after(e);
-    return LockStatus{LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
+    return LockStatus{
+        LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
   if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
   auto reply = std::get<RedisConnection*>(conn)->command({"PTTL", key_});

@@ -46,8 +46,8 @@ RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
   RedisConnection conn(raw);
   if (raw->err) {
     std::string why = raw->errstr;
-    if (raw->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EINPROGRESS ||
-                                     why.find("timed out") != std::string::npos))
+    if (raw->err == REDIS_ERR_IO &&
+        (saved_errno == EAGAIN || saved_errno == EINPROGRESS || why.find("timed out") != std::string::npos))
       return RedisError{RedisError::Kind::timeout, "connect timed out"};
     return RedisError{RedisError::Kind::connect, why};
   }
@@ -61,8 +61,10 @@ RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
   // AUTH and SELECT pipelined: one round trip.
   std::vector<std::vector<std::string>> setup;
   if (password) {
-    if (url.user.empty()) setup.push_back({"AUTH", *password});
-    else setup.push_back({"AUTH", url.user, *password});
+    if (url.user.empty())
+      setup.push_back({"AUTH", *password});
+    else
+      setup.push_back({"AUTH", url.user, *password});
   }
   if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
   for (const auto& cmd : setup) {

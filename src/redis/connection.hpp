@@ -38,8 +38,7 @@ class RedisConnection {
 public:
   // Connects, then authenticates (when a password is given) and selects the
   // database, in one round trip.
-  static RedisResult<RedisConnection> open(const RedisUrl& url,
-                                           const std::optional<std::string>& password,
+  static RedisResult<RedisConnection> open(const RedisUrl& url, const std::optional<std::string>& password,
                                            RedisTimeouts timeouts);
 
   // Sends one command and reads its reply. An error reply comes back as

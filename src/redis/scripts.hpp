@@ -16,21 +16,21 @@ struct RedisScript {
 };
 
 // SET lock token NX PX ms: status OK when taken, nil when held.
-inline constexpr RedisScript acquire_script{
-    "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
-    "226967c76309c00f5ef247eb6d9414b32c257658"};
+inline constexpr RedisScript acquire_script{"return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+                                            "226967c76309c00f5ef247eb6d9414b32c257658"};
 
 // Compare-and-delete: deletes the lock only if it still holds our token, and
 // then wakes one waiter through a short-lived list (the wake key, expiring
 // after ARGV[2] ms). 1 when deleted, 0 when not ours (expired or taken over).
 inline constexpr RedisScript release_script{
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) redis.call('DEL', KEYS[2]) redis.call('RPUSH', KEYS[2], '1') redis.call('PEXPIRE', KEYS[2], ARGV[2]) return 1 end return 0",
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) redis.call('DEL', KEYS[2]) "
+    "redis.call('RPUSH', KEYS[2], '1') redis.call('PEXPIRE', KEYS[2], ARGV[2]) return 1 end return 0",
     "a0f1b65b7a9a0ca97ba0babef262e74aa80ed530"};
 
 // Compare-and-PEXPIRE: 1 when the lock is still ours and renewed, else 0.
-inline constexpr RedisScript renew_script{
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
-    "e50f848e374a94192aa6f2e444e7eb8acc16501d"};
+inline constexpr RedisScript renew_script{"if redis.call('GET', KEYS[1]) == ARGV[1] then return "
+                                          "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+                                          "e50f848e374a94192aa6f2e444e7eb8acc16501d"};
 
 // EVALSHA, falling back to EVAL when the server does not know the script
 // (NOSCRIPT: first use since the server started or SCRIPT FLUSH).

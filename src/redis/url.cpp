@@ -133,7 +133,8 @@ std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
   if (sep == std::string_view::npos)
     return UrlError{"expected redis://HOST[:PORT][/DB] or unix:///PATH[?db=N]"};
   std::string scheme(text.substr(0, sep));
-  for (auto& c : scheme) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (auto& c : scheme)
+    c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   const std::string_view rest = text.substr(sep + 3);
   if (scheme == "redis") return parse_tcp(rest);
   if (scheme == "unix") return parse_unix(rest);

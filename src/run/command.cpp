@@ -8,10 +8,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,8 +51,10 @@ int child_main(void* arg) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != setup->parent) ::_exit(exit_code::signal_base + SIGTERM);
   if (setup->stdout_fd >= 0) {
-    if (setup->stdout_fd == STDOUT_FILENO) ::fcntl(STDOUT_FILENO, F_SETFD, 0);
-    else if (::dup2(setup->stdout_fd, STDOUT_FILENO) < 0) ::_exit(exit_code::error);
+    if (setup->stdout_fd == STDOUT_FILENO)
+      ::fcntl(STDOUT_FILENO, F_SETFD, 0);
+    else if (::dup2(setup->stdout_fd, STDOUT_FILENO) < 0)
+      ::_exit(exit_code::error);
   }
   ::sigaction(SIGCHLD, setup->old_chld, nullptr);
   sigset_t empty;
@@ -88,7 +90,8 @@ pid_t spawn(ChildSetup& setup) {
 int exec_command(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
   const int err = errno;
@@ -97,8 +100,8 @@ int exec_command(const std::vector<std::string>& argv) {
 }
 
 void scrub_lock_env() {
-  for (const char* name : {"BUFFERLOCK_KEY", "BUFFERLOCK_BACKEND", "BUFFERLOCK_FD", "BUFFERLOCK_TOKEN",
-                           "BUFFERLOCK_REDIS_KEY"})
+  for (const char* name :
+       {"BUFFERLOCK_KEY", "BUFFERLOCK_BACKEND", "BUFFERLOCK_FD", "BUFFERLOCK_TOKEN", "BUFFERLOCK_REDIS_KEY"})
     ::unsetenv(name);
 }
 
@@ -114,12 +117,14 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   // (single-threaded) forwards signals, pumps output and runs renewal ticks.
   sigset_t wanted, old_mask;
   sigemptyset(&wanted);
-  for (int s : forwarded_signals) sigaddset(&wanted, s);
+  for (int s : forwarded_signals)
+    sigaddset(&wanted, s);
   sigaddset(&wanted, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &wanted, &old_mask);
   // A caller that ignores SIGCHLD would make the kernel reap the child for
   // us, and its status would be lost.
-  struct sigaction dfl {}, old_chld {};
+  struct sigaction dfl {
+  }, old_chld{};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGCHLD, &dfl, &old_chld);
   auto restore = [&] {
@@ -143,7 +148,8 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   }
 
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   ChildSetup setup{args.data(), out_write ? out_write.get() : -1, ::getpid(), &old_chld, 0, false};
   const pid_t child = spawn(setup);
@@ -189,8 +195,10 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     }
     if (out_read && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::read(out_read.get(), buffer.data(), buffer.size());
-      if (n > 0) (*sink)(buffer.data(), static_cast<std::size_t>(n));
-      else if (n == 0 || errno != EINTR) out_read.reset(); // EOF
+      if (n > 0)
+        (*sink)(buffer.data(), static_cast<std::size_t>(n));
+      else if (n == 0 || errno != EINTR)
+        out_read.reset(); // EOF
     }
   }
   if (!exited) ::waitpid(child, &status, 0);

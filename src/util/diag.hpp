@@ -18,6 +18,12 @@ void error(std::string_view text);
 void warn(std::string_view text);
 void debug(std::string_view text);
 
+// debug() of a text built only when -v is on: `make` (returning the text)
+// does not run otherwise, so hot paths pay nothing for their -v lines.
+template <class Make> void debug_lazy(Make&& make) {
+  if (verbose()) debug(make());
+}
+
 struct Placeholder {
   std::string_view name;
   std::string_view value;

@@ -26,12 +26,14 @@ std::optional<Nanos> parse_duration(std::string_view text, AllowInfinite allow_i
   std::size_t i = 0;
   std::string_view whole, frac;
   const std::size_t whole_start = i;
-  while (i < text.size() && is_digit(text[i])) ++i;
+  while (i < text.size() && is_digit(text[i]))
+    ++i;
   whole = text.substr(whole_start, i - whole_start);
   if (i < text.size() && text[i] == '.') {
     ++i;
     const std::size_t frac_start = i;
-    while (i < text.size() && is_digit(text[i])) ++i;
+    while (i < text.size() && is_digit(text[i]))
+      ++i;
     frac = text.substr(frac_start, i - frac_start);
     if (frac.empty()) return std::nullopt; // "5." is not a number we accept
   }

@@ -16,7 +16,8 @@ std::string errno_text(int err) {
 
 std::string parent_dir(const std::string& path) {
   std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
   const auto slash = p.rfind('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";

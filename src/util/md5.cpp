@@ -78,8 +78,10 @@ std::string md5_hex(std::string_view bytes) {
   tail[remaining] = 0x80;
   const std::size_t tail_len = remaining < 56 ? 64 : 128;
   const std::uint64_t bits = std::uint64_t(bytes.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 8 + i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (std::size_t off = 0; off < tail_len; off += 64) process_block(state, tail + off);
+  for (int i = 0; i < 8; ++i)
+    tail[tail_len - 8 + i] = static_cast<unsigned char>(bits >> (8 * i));
+  for (std::size_t off = 0; off < tail_len; off += 64)
+    process_block(state, tail + off);
 
   static constexpr char hex[] = "0123456789abcdef";
   std::string out(32, '0');

@@ -86,7 +86,8 @@ TEST(CacheStore, PublishedEntriesVerifyAndCorruptionIsDetected) {
   ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
   auto& w = std::get<EntryWriter>(created);
   std::string payload;
-  for (int i = 0; i < 200000; ++i) payload += static_cast<char>(i % 251);
+  for (int i = 0; i < 200000; ++i)
+    payload += static_cast<char>(i % 251);
   ASSERT_TRUE(w.append(payload.data(), 100000));
   ASSERT_TRUE(w.append(payload.data() + 100000, payload.size() - 100000));
   ASSERT_FALSE(w.publish());

@@ -17,7 +17,8 @@ TEST(Checksum, IsXxh3KnownVectors) {
 
 TEST(Checksum, StreamingEqualsOneShotForEverySplit) {
   std::string data;
-  for (int i = 0; i < 600; ++i) data += static_cast<char>(i * 7 + 3);
+  for (int i = 0; i < 600; ++i)
+    data += static_cast<char>(i * 7 + 3);
   const auto whole = checksum(data);
   for (std::size_t cut = 0; cut <= data.size(); cut += 7) {
     Checksum h;
@@ -26,6 +27,7 @@ TEST(Checksum, StreamingEqualsOneShotForEverySplit) {
     ASSERT_EQ(h.digest(), whole) << cut;
   }
   Checksum bytewise;
-  for (char c : data) bytewise.update(&c, 1);
+  for (char c : data)
+    bytewise.update(&c, 1);
   EXPECT_EQ(bytewise.digest(), whole);
 }

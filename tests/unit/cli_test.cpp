@@ -24,7 +24,8 @@ struct Env {
 Options parse(std::vector<std::string> words, const Env& env = {}) {
   words.insert(words.begin(), "bufferlock");
   std::vector<const char*> argv;
-  for (auto& w : words) argv.push_back(w.c_str());
+  for (auto& w : words)
+    argv.push_back(w.c_str());
   return parse_command_line(static_cast<int>(argv.size()), argv.data(), env.lookup());
 }
 
@@ -51,9 +52,7 @@ TEST(Cli, ImplicitFormTakesTheCommandVerbatim) {
   EXPECT_EQ(o.wait, Nanos(0));
 }
 
-TEST(Cli, DashDashAfterKeyIsDropped) {
-  EXPECT_EQ(parse({"k", "--", "-c", "x"}).argv, (Words{"-c", "x"}));
-}
+TEST(Cli, DashDashAfterKeyIsDropped) { EXPECT_EQ(parse({"k", "--", "-c", "x"}).argv, (Words{"-c", "x"})); }
 
 TEST(Cli, ShellCommandAfterKeyOrBefore) {
   EXPECT_EQ(parse({"k", "-c", "echo hi"}).argv, (Words{"/bin/sh", "-c", "echo hi"}));
@@ -75,8 +74,7 @@ TEST(Cli, DashDashBeforeKeyAllowsAnyKey) {
 }
 
 TEST(Cli, SubcommandNameAsImplicitKeyIsAUsageError) {
-  EXPECT_NE(usage_error({"-d", "D", "cache", "--", "true"}).find("bufferlock run cache"),
-            std::string::npos);
+  EXPECT_NE(usage_error({"-d", "D", "cache", "--", "true"}).find("bufferlock run cache"), std::string::npos);
   const Options o = parse({"run", "-d", "D", "cache", "--", "true"});
   EXPECT_EQ(o.key, "cache");
   EXPECT_EQ(o.command, Command::run);
@@ -111,12 +109,21 @@ TEST(Cli, LastOfNonblockAndWaitWins) {
 }
 
 TEST(Cli, BadValuesAreUsageErrors) {
-  for (const Words& w : std::vector<Words>{
-           {"-w", "-1", "k", "true"},  {"-w", "abc", "k", "true"}, {"-w", "nan", "k", "true"},
-           {"-w", "1e3", "k", "true"}, {"-E", "256", "k", "true"}, {"-E", "-1", "k", "true"},
-           {"-E", "", "k", "true"},    {"--error-exit", "x", "k", "true"},
-           {"--dir", "", "k", "true"}, {"--bogus", "k", "true"},   {"-Z", "k", "true"},
-           {"--close=yes", "k", "true"}, {"--wait"}, {"-w"},      {"-o", "-F", "k", "true"}}) {
+  for (const Words& w : std::vector<Words>{{"-w", "-1", "k", "true"},
+                                           {"-w", "abc", "k", "true"},
+                                           {"-w", "nan", "k", "true"},
+                                           {"-w", "1e3", "k", "true"},
+                                           {"-E", "256", "k", "true"},
+                                           {"-E", "-1", "k", "true"},
+                                           {"-E", "", "k", "true"},
+                                           {"--error-exit", "x", "k", "true"},
+                                           {"--dir", "", "k", "true"},
+                                           {"--bogus", "k", "true"},
+                                           {"-Z", "k", "true"},
+                                           {"--close=yes", "k", "true"},
+                                           {"--wait"},
+                                           {"-w"},
+                                           {"-o", "-F", "k", "true"}}) {
     EXPECT_NE(usage_error(w), "(no error)") << w[0];
   }
 }
@@ -136,8 +143,7 @@ TEST(Cli, HelpAndVersionWinOverMissingKey) {
 }
 
 TEST(Cli, BackendChoice) {
-  EXPECT_NE(usage_error({"-d", "D", "-r", "redis://h", "k", "true"}).find("together"),
-            std::string::npos);
+  EXPECT_NE(usage_error({"-d", "D", "-r", "redis://h", "k", "true"}).find("together"), std::string::npos);
   Env both{{{"BUFFERLOCK_DIR", "/a"}, {"BUFFERLOCK_REDIS", "redis://h"}}};
   EXPECT_NE(usage_error({"k", "true"}, both).find("BUFFERLOCK_DIR"), std::string::npos);
   EXPECT_EQ(parse({"-d", "D", "k", "true"}, both).dir, "D"); // an option decides

@@ -12,7 +12,8 @@ std::string sub(std::string_view tmpl, std::vector<diag::Placeholder> values) {
 } // namespace
 
 TEST(Diag, SubstitutesPlaceholders) {
-  EXPECT_EQ(sub("cannot open %{path}: %{error}", {{"path", "/x"}, {"error", "nope"}}), "cannot open /x: nope");
+  EXPECT_EQ(sub("cannot open %{path}: %{error}", {{"path", "/x"}, {"error", "nope"}}),
+            "cannot open /x: nope");
   EXPECT_EQ(sub("%{a}%{a}", {{"a", "1"}}), "11");
 }
 
@@ -28,7 +29,7 @@ TEST(Diag, ValuesCannotSplitTheLine) {
 TEST(Diag, PrintableKeepsUtf8AndEscapesInvalidBytes) {
   EXPECT_EQ(diag::printable("caf\xc3\xa9 \xf0\x9f\x94\x92"), "caf\xc3\xa9 \xf0\x9f\x94\x92");
   EXPECT_EQ(diag::printable("\xff\xc3"), "\\xff\\xc3");
-  EXPECT_EQ(diag::printable("\xc0\x80"), "\\xc0\\x80"); // overlong NUL
+  EXPECT_EQ(diag::printable("\xc0\x80"), "\\xc0\\x80");          // overlong NUL
   EXPECT_EQ(diag::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80"); // surrogate
 }
 

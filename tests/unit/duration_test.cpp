@@ -41,8 +41,8 @@ TEST(Duration, InfOnlyWhereAllowed) {
 }
 
 TEST(Duration, RejectsWhatTheGrammarDoesNotHave) {
-  for (const char* bad : {"", "-1", "+1", "abc", "nan", "1e3", "1e999", "0x10", " 1", "1 ", "1.",
-                          ".", "1..2", "5S", "5sec", "5 ms", "1us", "1d", "ms", "1,5"}) {
+  for (const char* bad : {"",   "-1", "+1",   "abc", "nan",  "1e3",  "1e999", "0x10", " 1", "1 ",
+                          "1.", ".",  "1..2", "5S",  "5sec", "5 ms", "1us",   "1d",   "ms", "1,5"}) {
     EXPECT_EQ(parse(bad, AllowInfinite::yes), std::nullopt) << bad;
   }
 }

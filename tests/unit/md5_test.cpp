@@ -31,15 +31,15 @@ TEST(Md5, KnownVectors) {
   EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
   EXPECT_EQ(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
   EXPECT_EQ(md5_hex("nightly-report"), openssl_md5("nightly-report"));
-  EXPECT_EQ(md5_hex("The quick brown fox jumps over the lazy dog"),
-            "9e107d9d372bb6826bd81d3542a419d6");
+  EXPECT_EQ(md5_hex("The quick brown fox jumps over the lazy dog"), "9e107d9d372bb6826bd81d3542a419d6");
 }
 
 TEST(Md5, MatchesOpenSslAcrossBlockBoundaries) {
   std::mt19937 rng(42);
   for (std::size_t len = 0; len < 300; ++len) {
     std::string bytes(len, '\0');
-    for (auto& c : bytes) c = static_cast<char>(rng());
+    for (auto& c : bytes)
+      c = static_cast<char>(rng());
     ASSERT_EQ(md5_hex(bytes), openssl_md5(bytes)) << "length " << len;
   }
 }

@@ -72,8 +72,7 @@ TEST(PollUntil, ErrorsAreRetriedAndTheLastOutcomeCounts) {
   int calls = 0;
   std::vector<Nanos> pauses;
   const Outcome o = poll_until(
-      50ms, Backoff(1ms, 2.0, 4ms),
-      [&] { return ++calls % 2 ? Outcome::failed("down") : Outcome::busy(); },
+      50ms, Backoff(1ms, 2.0, 4ms), [&] { return ++calls % 2 ? Outcome::failed("down") : Outcome::busy(); },
       [&](Nanos d) {
         pauses.push_back(d);
         const timespec ts{0, static_cast<long>(d.count())};
@@ -81,13 +80,19 @@ TEST(PollUntil, ErrorsAreRetriedAndTheLastOutcomeCounts) {
       });
   EXPECT_GT(calls, 3);
   EXPECT_EQ(o.status, calls % 2 ? AcquireStatus::error : AcquireStatus::busy);
-  for (Nanos p : pauses) EXPECT_LE(p, Nanos(4ms));
+  for (Nanos p : pauses)
+    EXPECT_LE(p, Nanos(4ms));
 }
 
 TEST(PollUntil, NoWaitMeansOneTry) {
   int calls = 0;
   const Outcome o = poll_until(
-      Nanos(0), Backoff(1ms, 2.0, 4ms), [&] { ++calls; return Outcome::busy(); }, [](Nanos) {});
+      Nanos(0), Backoff(1ms, 2.0, 4ms),
+      [&] {
+        ++calls;
+        return Outcome::busy();
+      },
+      [](Nanos) {});
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(o.status, AcquireStatus::busy);
 }

@@ -59,10 +59,25 @@ TEST(RedisUrl, UnixSocket) {
 
 TEST(RedisUrl, BadUrls) {
   EXPECT_NE(bad("rediss://h").find("TLS"), std::string::npos);
-  for (const char* text : {"redis://", "redis://h:", "redis://h:0", "redis://h:65536", "redis://h:x",
-                           "redis://h/x", "redis://h/-1", "redis://h:6379/0?x=1", "http://h", "h:6379",
-                           "", "redis://[::1", "redis://[::1]x", "redis://a b", "unix://relative",
-                           "unix://", "unix:///s?db=x", "unix:///s?foo=1", "redis://u:%zz@h",
+  for (const char* text : {"redis://",
+                           "redis://h:",
+                           "redis://h:0",
+                           "redis://h:65536",
+                           "redis://h:x",
+                           "redis://h/x",
+                           "redis://h/-1",
+                           "redis://h:6379/0?x=1",
+                           "http://h",
+                           "h:6379",
+                           "",
+                           "redis://[::1",
+                           "redis://[::1]x",
+                           "redis://a b",
+                           "unix://relative",
+                           "unix://",
+                           "unix:///s?db=x",
+                           "unix:///s?foo=1",
+                           "redis://u:%zz@h",
                            "redis://h/99999999999"}) {
     bad(text);
   }
