@@ -33,6 +33,15 @@ assert_warned_and_rebuilt() {
     assert_stderr_empty
 }
 
+# store_seq_entry N: KEY's entry holds the output of `seq 1 N`; sets E to its
+# path and SIZE to its size in bytes.
+store_seq_entry() {
+    run --separate-stderr blc "$K" sh -c "seq 1 $1"
+    assert_success
+    E=$(entry_path "$K")
+    SIZE=$(stat -c %s "$E")
+}
+
 @test "a SIGKILLed builder leaves at most a temporary file, no entry; the next call rebuilds" {
     start_build_then_kill "$K"
     assert_file_not_exists "$(entry_path "$K")"
@@ -54,51 +63,39 @@ assert_warned_and_rebuilt() {
 }
 
 @test "a truncated entry gives one warning and is rebuilt" {
-    run --separate-stderr blc "$K" sh -c 'seq 1 200'
-    assert_success
-    local e size
-    e=$(entry_path "$K")
-    size=$(stat -c %s "$e")
-    truncate -s $((size - 5)) "$e"
+    store_seq_entry 200
+    truncate -s $((SIZE - 5)) "$E"
     assert_warned_and_rebuilt "$K"
 }
 
 @test "entries truncated to 0 bytes, inside the header, or by one byte are each rebuilt with a warning" {
-    local e size cut
-    e=$(entry_path "$K")
+    local cut
     for cut in 0 20 -1; do
         blc --drop "$K"
-        blc "$K" sh -c 'seq 1 200' >/dev/null
-        size=$(stat -c %s "$e")
+        store_seq_entry 200
         if ((cut < 0)); then
-            truncate -s $((size + cut)) "$e"
+            truncate -s $((SIZE + cut)) "$E"
         else
-            truncate -s "$cut" "$e"
+            truncate -s "$cut" "$E"
         fi
         assert_warned_and_rebuilt "$K"
     done
 }
 
 @test "an entry with one byte flipped in the middle gives a warning and is rebuilt" {
-    run --separate-stderr blc "$K" sh -c 'seq 1 1000'
-    assert_success
-    local e size
-    e=$(entry_path "$K")
-    size=$(stat -c %s "$e")
-    flip_byte "$e" $((size / 2))
-    assert_equal "$(stat -c %s "$e")" "$size"
+    store_seq_entry 1000
+    flip_byte "$E" $((SIZE / 2))
+    assert_equal "$(stat -c %s "$E")" "$SIZE"
     assert_warned_and_rebuilt "$K"
 }
 
 @test "an entry with a flipped byte in its header (the creation time) or trailer is rebuilt" {
-    local e size off
-    e=$(entry_path "$K")
+    local off
     for off in 17 -1; do
         blc --drop "$K"
-        blc "$K" sh -c 'seq 1 1000' >/dev/null
-        size=$(stat -c %s "$e")
-        ((off < 0)) && off=$((size + off))
-        flip_byte "$e" "$off"
+        store_seq_entry 1000
+        ((off < 0)) && off=$((SIZE + off))
+        flip_byte "$E" "$off"
         assert_warned_and_rebuilt "$K"
     done
 }

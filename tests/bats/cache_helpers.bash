@@ -37,12 +37,12 @@ cache_teardown() {
     common_teardown
 }
 
-# descendants PID: every descendant of PID (children first-level first).
-descendants() {
+# cache_descendants PID: every descendant of PID (children first-level first).
+cache_descendants() {
     local kid
     for kid in $(pgrep -P "$1" 2>/dev/null); do
         printf '%s\n' "$kid"
-        descendants "$kid"
+        cache_descendants "$kid"
     done
 }
 
@@ -53,7 +53,7 @@ track_descendants() {
     local pids=() kids=() pid
     mapfile -t pids <"$BG_PIDS_FILE"
     for pid in "${pids[@]}"; do
-        mapfile -t kids < <(descendants "$pid")
+        mapfile -t kids < <(cache_descendants "$pid")
         track_pid "${kids[@]}"
     done
     return 0
@@ -62,7 +62,7 @@ track_descendants() {
 # kill_tree PID: SIGKILL PID and all its descendants (a crash), wait until gone.
 kill_tree() {
     local all=("$1") pid
-    mapfile -t -O 1 all < <(descendants "$1")
+    mapfile -t -O 1 all < <(cache_descendants "$1")
     for pid in "${all[@]}"; do
         kill -KILL "$pid" 2>/dev/null || true
     done

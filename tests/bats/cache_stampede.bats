@@ -26,6 +26,16 @@ assert_stampede() {
     assert_runs 1
 }
 
+# assert_callers_overlapped N: at least 10 of the callers 0..N-1 took 500 ms or
+# more, i.e. overlapped the 1 s build and waited for it (a real stampede).
+assert_callers_overlapped() {
+    local n=$1 i waited=0
+    for ((i = 0; i < n; i++)); do
+        (($(caller_ms "$i") >= 500)) && waited=$((waited + 1))
+    done
+    ((waited >= 10)) || fail "only $waited callers overlapped the 1 s build: no real stampede"
+}
+
 @test "50 concurrent callers of a missing KEY: the command runs once, all 50 print the same" {
     local i
     for ((i = 0; i < 50; i++)); do
@@ -34,11 +44,7 @@ assert_stampede() {
     wait_callers 60
     assert_stampede 50
     # The callers overlapped the build: most of them waited for it.
-    local waited=0
-    for ((i = 0; i < 50; i++)); do
-        (($(caller_ms "$i") >= 500)) && waited=$((waited + 1))
-    done
-    ((waited >= 10)) || fail "only $waited callers overlapped the 1 s build: no real stampede"
+    assert_callers_overlapped 50
     run --separate-stderr blc "$K" "$COUNTED"
     assert_success
     assert_output "$(cat "$T/out.0")"
@@ -53,11 +59,7 @@ assert_stampede() {
     done
     wait_callers 60
     assert_stampede 50
-    local waited=0
-    for ((i = 0; i < 50; i++)); do
-        (($(caller_ms "$i") >= 500)) && waited=$((waited + 1))
-    done
-    ((waited >= 10)) || fail "only $waited callers overlapped the 1 s build: no real stampede"
+    assert_callers_overlapped 50
     # The locks were in Redis, not in CACHEDIR/locks.
     assert_file_not_exists "$(lock_path "$C/locks" "$K")"
     # ...and were released.

@@ -10,9 +10,23 @@ unique_key() {
     printf 'bats-default-dir-%s-%s-%s\n' "$$" "$BATS_SUITE_TEST_NUMBER" "$RANDOM"
 }
 
-@test "XDG_RUNTIME_DIR set: lock file in \$XDG_RUNTIME_DIR/bufferlock, created 0700" {
+# fresh_xdg_dir: XDG_RUNTIME_DIR is a new, empty 0700 directory $T/xdg.
+fresh_xdg_dir() {
     export XDG_RUNTIME_DIR="$T/xdg"
     mkdir -m 0700 "$XDG_RUNTIME_DIR"
+}
+
+# assert_default_dir_refused: `bufferlock KEY touch $T/ran` exits 69 with one
+# message naming $XDG_RUNTIME_DIR/bufferlock, and the command does not run.
+assert_default_dir_refused() {
+    run --separate-stderr bl "$K" touch "$T/ran"
+    assert_failure 69
+    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
+    assert_file_not_exists "$T/ran"
+}
+
+@test "XDG_RUNTIME_DIR set: lock file in \$XDG_RUNTIME_DIR/bufferlock, created 0700" {
+    fresh_xdg_dir
     umask 000
     run --separate-stderr bl "$K" echo ran
     umask 022
@@ -25,8 +39,7 @@ unique_key() {
 }
 
 @test "XDG_RUNTIME_DIR default dir is 0700 under a usual umask too" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     umask 022
     run --separate-stderr bl "$K" true
     assert_success
@@ -34,8 +47,7 @@ unique_key() {
 }
 
 @test "the default dir really locks (busy while held)" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     run --separate-stderr bl "$K" true
     assert_success
     hold_lock "$XDG_RUNTIME_DIR/bufferlock" "$K"
@@ -99,53 +111,37 @@ unique_key() {
 }
 
 @test "a symlink planted at the default dir: 69 naming it, nothing created at the target" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR" "$T/elsewhere"
+    fresh_xdg_dir
+    mkdir -m 0700 "$T/elsewhere"
     ln -s "$T/elsewhere" "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl "$K" touch "$T/ran"
-    assert_failure 69
-    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
-    assert_file_not_exists "$T/ran"
+    assert_default_dir_refused
     assert_equal "$(ls -A "$T/elsewhere")" ""
 }
 
 @test "a dangling symlink planted at the default dir: 69, target not created" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     ln -s "$T/target" "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl "$K" touch "$T/ran"
-    assert_failure 69
-    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
+    assert_default_dir_refused
     assert_not_exist "$T/target"
-    assert_file_not_exists "$T/ran"
 }
 
 @test "a file at the default dir path: 69" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     touch "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl "$K" touch "$T/ran"
-    assert_failure 69
-    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
-    assert_file_not_exists "$T/ran"
+    assert_default_dir_refused
 }
 
 @test "a default dir owned by another user: 69" {
     is_root || skip "needs root to chown"
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     mkdir -m 0700 "$XDG_RUNTIME_DIR/bufferlock"
     chown 65534:65534 "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl "$K" touch "$T/ran"
-    assert_failure 69
-    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
-    assert_file_not_exists "$T/ran"
+    assert_default_dir_refused
     assert_equal "$(ls -A "$XDG_RUNTIME_DIR/bufferlock")" ""
 }
 
 @test "a default dir problem with --fail-open: runs with a warning" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     ln -s "$T/elsewhere" "$XDG_RUNTIME_DIR/bufferlock"
     run --separate-stderr bl --fail-open "$K" echo ran
     assert_success
@@ -154,8 +150,7 @@ unique_key() {
 }
 
 @test "BUFFERLOCK_DIR is used (and created with parents)" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     BUFFERLOCK_DIR="$T/env/a/b" run --separate-stderr bl "$K" echo ran
     assert_success
     assert_output ran
@@ -187,8 +182,7 @@ unique_key() {
 }
 
 @test "status uses the default dir too" {
-    export XDG_RUNTIME_DIR="$T/xdg"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
+    fresh_xdg_dir
     hold_lock "$XDG_RUNTIME_DIR/bufferlock" "$K"
     chmod 0700 "$XDG_RUNTIME_DIR/bufferlock"
     run --separate-stderr bl status "$K"

@@ -261,43 +261,42 @@ finish_ro_dir() {
     assert_stderr_empty
 }
 
+# nobody_lock_file DIR-MODE: (as root) KEY's lock file $LP, owned by nobody
+# (65534) with mode 0644, in a new directory $SHARED (mode DIR-MODE) of the
+# public directory $PUB that holds the binary $PUB_BL.
+nobody_lock_file() {
+    make_public_dir
+    SHARED="$PUB/shared"
+    mkdir -m "$1" "$SHARED"
+    LP=$(lock_path "$SHARED" "$K")
+    touch "$LP"
+    chown 65534:65534 "$LP"
+    chmod 0644 "$LP"
+}
+
 @test "a lock file created by another user (nobody, 0644) still locks" {
     is_root || skip "needs root to create a file owned by another user"
-    make_public_dir
-    local dir="$PUB/shared"
     # a world-writable sticky directory, like /tmp: with fs.protected_regular
     # an O_CREAT open of another user's file fails there, a plain open works
-    mkdir -m 1777 "$dir"
-    local lp
-    lp=$(lock_path "$dir" "$K")
-    touch "$lp"
-    chown 65534:65534 "$lp"
-    chmod 0644 "$lp"
+    nobody_lock_file 1777
     # shellcheck disable=SC2016
     run --separate-stderr setpriv --reuid=12345 --regid=12345 --clear-groups -- \
-        "$PUB_BL" -d "$dir" "$K" sh -c 'if flock -n 9 9<"$1"; then echo free; else echo held; fi' sh "$lp"
+        "$PUB_BL" -d "$SHARED" "$K" sh -c 'if flock -n 9 9<"$1"; then echo free; else echo held; fi' sh "$LP"
     assert_success
     assert_output held
     assert_stderr_empty
-    assert_equal "$(stat -c '%u %a' "$lp")" "65534 644"
+    assert_equal "$(stat -c '%u %a' "$LP")" "65534 644"
 }
 
 @test "a lock file owned by another user: a second user is busy while the first holds it" {
     is_root || skip "needs root to switch users"
-    make_public_dir
-    local dir="$PUB/shared"
-    mkdir -m 0755 "$dir"
-    local lp
-    lp=$(lock_path "$dir" "$K")
-    touch "$lp"
-    chown 65534:65534 "$lp"
-    chmod 0644 "$lp"
-    setpriv --reuid=12345 --regid=12345 --clear-groups -- "$PUB_BL" -d "$dir" "$K" sleep 300 \
+    nobody_lock_file 0755
+    setpriv --reuid=12345 --regid=12345 --clear-groups -- "$PUB_BL" -d "$SHARED" "$K" sleep 300 \
         </dev/null >/dev/null 2>&1 3>&- &
     local holder=$!
     track_pid "$holder"
-    wait_until_held "$dir" "$K" "$holder"
-    run --separate-stderr setpriv --reuid=12346 --regid=12346 --clear-groups -- "$PUB_BL" -n -d "$dir" "$K" true
+    wait_until_held "$SHARED" "$K" "$holder"
+    run --separate-stderr setpriv --reuid=12346 --regid=12346 --clear-groups -- "$PUB_BL" -n -d "$SHARED" "$K" true
     assert_failure 75
 }
 

@@ -52,15 +52,12 @@ load helpers
 }
 
 @test "the lock lives in the command: held from outside until it exits" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local pid=$!
-    track_pid "$pid"
-    wait_until_held "$D" "$K" "$pid"
+    bl_hold_lock "$D" "$K"
     run --separate-stderr bl -n -d "$D" "$K" touch "$T/ran"
     assert_failure 75
     assert_file_not_exists "$T/ran"
-    kill -TERM "$pid"
-    wait_for_exit "$pid" 5 || fail "command did not die"
+    kill -TERM "$HOLDER_PID"
+    wait_for_exit "$HOLDER_PID" 5 || fail "command did not die"
     run --separate-stderr bl -n -d "$D" "$K" touch "$T/ran"
     assert_success
     assert_file_exists "$T/ran"
@@ -72,12 +69,7 @@ load helpers
     local child
     child=$(<"$T/child")
     track_pid "$child"
-    run --separate-stderr bl -n -d "$D" "$K" true
-    assert_failure 75
-    kill -TERM "$child"
-    wait_for_exit "$child" 5 || fail "child did not die"
-    run --separate-stderr bl -n -d "$D" "$K" true
-    assert_success
+    assert_busy_until_terminated "$child" child
 }
 
 @test "environment: BUFFERLOCK_KEY and BUFFERLOCK_BACKEND=file" {

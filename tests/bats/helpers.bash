@@ -112,7 +112,7 @@ descendants() {
 
 kill_tracked_pids() {
     [[ -s ${BG_PIDS_FILE:-} ]] || return 0
-    local pids=() pid i
+    local pids=() pid
     mapfile -t pids <"$BG_PIDS_FILE"
     # a tracked process's own children (e.g. the command of bufferlock -o)
     # go too, so nothing outlives the test even if signal forwarding is broken
@@ -121,13 +121,7 @@ kill_tracked_pids() {
         kill -TERM "$pid" 2>/dev/null || true
     done
     for pid in "${pids[@]}"; do
-        for ((i = 0; i < 40; i++)); do
-            pid_alive "$pid" || break
-            sleep 0.05
-        done
-        if pid_alive "$pid"; then
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+        wait_for_exit "$pid" 2 || kill -KILL "$pid" 2>/dev/null || true
     done
     : >"$BG_PIDS_FILE"
 }
@@ -267,6 +261,19 @@ hold_lock() {
     wait_until_held "$dir" "$key" "$HOLDER_PID"
 }
 
+# bl_hold_lock DIR KEY [BUFFERLOCK-OPTIONS...]: a background bufferlock holds
+# KEY's lock while it runs `sleep 300` (in bufferlock's own PID, or as its child
+# with -o).  Sets HOLDER_PID to bufferlock's PID and waits until that PID really
+# holds the lock.
+bl_hold_lock() {
+    local dir=$1 key=$2
+    shift 2
+    "$BL" "$@" -d "$dir" "$key" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
+    HOLDER_PID=$!
+    track_pid "$HOLDER_PID"
+    wait_until_held "$dir" "$key" "$HOLDER_PID"
+}
+
 # release_lock [PID]: kill the holder (default HOLDER_PID) and wait for it.
 release_lock() {
     local pid=${1:-$HOLDER_PID}
@@ -309,6 +316,19 @@ assert_one_bufferlock_line() {
             return
         fi
     done
+}
+
+# assert_busy_until_terminated PID WHAT: KEY's lock in $D is busy (-n gives 75)
+# while PID (WHAT, for the message) runs, and free once PID has been sent
+# SIGTERM and has exited.
+assert_busy_until_terminated() {
+    local pid=$1 what=$2
+    run --separate-stderr bl -n -d "$D" "$K" true
+    assert_failure 75
+    kill -TERM "$pid"
+    wait_for_exit "$pid" 5 || fail "$what did not exit after SIGTERM"
+    run --separate-stderr bl -n -d "$D" "$K" true
+    assert_success
 }
 
 # assert_usage_error [SUBSTRING...]: status 64, empty stdout, one usage line.

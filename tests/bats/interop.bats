@@ -20,32 +20,23 @@ load helpers
 }
 
 @test "flock(1) holding the file makes bufferlock busy" {
-    mkdir -p "$D"
-    local lp
-    lp=$(lock_path "$D" "$K")
-    flock -F "$lp" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    hold_lock "$D" "$K"
     run --separate-stderr bl -n -d "$D" "$K" touch "$T/ran"
     assert_failure 75
     assert_file_not_exists "$T/ran"
-    release_lock "$holder"
+    release_lock
     run --separate-stderr bl -n -d "$D" "$K" touch "$T/ran"
     assert_success
     assert_file_exists "$T/ran"
 }
 
 @test "bufferlock holding makes flock -n fail from another process" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K"
     local lp
     lp=$(lock_path "$D" "$K")
     run flock -n "$lp" true
     assert_failure 1
-    release_lock "$holder"
+    release_lock
     run flock -n "$lp" true
     assert_success
 }

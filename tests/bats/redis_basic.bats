@@ -178,7 +178,7 @@ teardown() { redis_teardown; }
 }
 
 @test "redis: the file backend ignores malformed redis variables" {
-    BUFFERLOCK_REDIS='http://nope' BUFFERLOCK_TTL=abc BUFFERLOCK_NAMESPACE= \
+    BUFFERLOCK_REDIS='http://nope' BUFFERLOCK_TTL=abc BUFFERLOCK_NAMESPACE="" \
         run --separate-stderr bl -d "$D" "$K" echo ran
     assert_success
     assert_output ran

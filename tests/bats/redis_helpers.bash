@@ -77,21 +77,14 @@ _is_redis_pid() {
 # stop_redis PID: terminate one server by PID (SIGCONT first in case it was
 # stopped, then SIGTERM, SIGKILL after a bounded wait) and reap it.
 stop_redis() {
-    local pid=$1 i
+    local pid=$1
     [[ $pid =~ ^[0-9]+$ ]] || return 0
     if _is_redis_pid "$pid"; then
         kill -CONT "$pid" 2>/dev/null || true
         kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 100; i++)); do
-            pid_alive "$pid" || break
-            sleep 0.05
-        done
-        if pid_alive "$pid"; then
+        if ! wait_for_exit "$pid" 5; then
             kill -KILL "$pid" 2>/dev/null || true
-            for ((i = 0; i < 100; i++)); do
-                pid_alive "$pid" || break
-                sleep 0.05
-            done
+            wait_for_exit "$pid" 5 || true
         fi
     fi
     wait "$pid" 2>/dev/null || true

@@ -12,14 +12,10 @@ load helpers
 }
 
 @test "two bufferlock shared holders coexist" {
-    "$BL" -s -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local a=$!
-    track_pid "$a"
-    wait_until_held "$D" "$K" "$a"
-    "$BL" --shared -n -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local b=$!
-    track_pid "$b"
-    wait_until_held "$D" "$K" "$b"
+    bl_hold_lock "$D" "$K" -s
+    local a=$HOLDER_PID
+    bl_hold_lock "$D" "$K" --shared -n
+    local b=$HOLDER_PID
     pid_alive "$a" || fail "first shared holder exited"
     pid_alive "$b" || fail "second shared holder exited"
 }
@@ -39,16 +35,8 @@ load helpers
 }
 
 @test "exclusive is busy while a bufferlock shared holder runs, free after" {
-    "$BL" -s -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local a=$!
-    track_pid "$a"
-    wait_until_held "$D" "$K" "$a"
-    run --separate-stderr bl -n -d "$D" "$K" true
-    assert_failure 75
-    kill -TERM "$a"
-    wait_for_exit "$a" 5 || fail "holder did not exit"
-    run --separate-stderr bl -n -d "$D" "$K" true
-    assert_success
+    bl_hold_lock "$D" "$K" -s
+    assert_busy_until_terminated "$HOLDER_PID" holder
 }
 
 @test "the lock taken by -s is a shared lock (flock -s succeeds, flock -x fails)" {

@@ -21,23 +21,17 @@ load helpers
 }
 
 @test "status of a lock held by bufferlock: the command's pid" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K"
     run --separate-stderr bl status -d "$D" "$K"
     assert_failure 75
-    assert_output "held pid=$holder"
+    assert_output "held pid=$HOLDER_PID"
 }
 
 @test "status of a lock held by bufferlock -o: bufferlock's pid" {
-    "$BL" -o -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K" -o
     run --separate-stderr bl status -d "$D" "$K"
     assert_failure 75
-    assert_output "held pid=$holder"
+    assert_output "held pid=$HOLDER_PID"
 }
 
 @test "status with -E: the busy status is used" {

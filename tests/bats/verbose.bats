@@ -50,13 +50,10 @@ assert_all_bufferlock_lines() {
 }
 
 @test "busy with -v names a bufferlock holder's pid" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K"
     run --separate-stderr bl -v -d "$D" "$K" true
     assert_failure 75
-    assert_regex "$stderr" "held by pid $holder([^0-9]|\$)"
+    assert_regex "$stderr" "held by pid $HOLDER_PID([^0-9]|\$)"
 }
 
 @test "timeout with -v says busy and names the holder" {

@@ -53,17 +53,24 @@ load helpers
     (( t1 - t0 < 3000000 )) || fail "-w 0 took $(( (t1 - t0) / 1000 )) ms"
 }
 
-@test "-w 0.5 on a held lock times out after about 0.5 s with 75" {
+# timeout_test WAIT-ARG MIN-US: on a held lock, `bufferlock -w WAIT-ARG ...
+# touch $T/ran` gives up with 75 after at least MIN-US microseconds and in
+# under 5 s.
+timeout_test() {
     hold_lock "$D" "$K"
     local t0 t1
     t0=$(now_us)
-    run --separate-stderr bl -w 0.5 -d "$D" "$K" touch "$T/ran"
+    run --separate-stderr bl -w "$1" -d "$D" "$K" touch "$T/ran"
     t1=$(now_us)
     assert_failure 75
+    (( t1 - t0 >= $2 )) || fail "timed out too early: $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < 5000000 )) || fail "timed out too late: $(( (t1 - t0) / 1000 )) ms"
+}
+
+@test "-w 0.5 on a held lock times out after about 0.5 s with 75" {
+    timeout_test 0.5 400000
     assert_stderr_empty
     assert_file_not_exists "$T/ran"
-    (( t1 - t0 >= 400000 )) || fail "timed out too early: $(( (t1 - t0) / 1000 )) ms"
-    (( t1 - t0 < 5000000 )) || fail "timed out too late: $(( (t1 - t0) / 1000 )) ms"
 }
 
 @test "--wait timeout uses -E too" {
@@ -128,24 +135,18 @@ handoff_test() {
 }
 
 @test "a SIGKILLed holder frees the lock at once" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K"
     run --separate-stderr bl -n -d "$D" "$K" true
     assert_failure 75
-    kill -KILL "$holder"
-    wait_for_exit "$holder" 5 || fail "holder did not die"
+    kill -KILL "$HOLDER_PID"
+    wait_for_exit "$HOLDER_PID" 5 || fail "holder did not die"
     run --separate-stderr bl -n -d "$D" "$K" echo mine
     assert_success
     assert_output mine
 }
 
 @test "a SIGKILLed holder hands the lock to a blocked waiter promptly" {
-    "$BL" -d "$D" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
-    local holder=$!
-    track_pid "$holder"
-    wait_until_held "$D" "$K" "$holder"
+    bl_hold_lock "$D" "$K"
     # shellcheck disable=SC2016
     "$BL" -w inf -d "$D" "$K" sh -c 'date +%s%6N >"$1"' sh "$T/got" </dev/null >/dev/null 2>&1 3>&- &
     local waiter=$!
@@ -153,7 +154,7 @@ handoff_test() {
     wait_until_waiting "$D" "$K" "$waiter" 5 || sleep 0.5
     local t0 t1
     t0=$(now_us)
-    kill -KILL "$holder"
+    kill -KILL "$HOLDER_PID"
     wait_for_exit "$waiter" 10 || fail "waiter did not get the lock"
     reap "$waiter"
     assert_equal "$REAPED_STATUS" 0
@@ -172,25 +173,11 @@ handoff_test() {
 }
 
 @test "-w 250ms on a held lock waits about a quarter second" {
-    hold_lock "$D" "$K"
-    local t0 t1
-    t0=$(now_us)
-    run --separate-stderr bl -w 250ms -d "$D" "$K" true
-    t1=$(now_us)
-    assert_failure 75
-    (( t1 - t0 >= 200000 )) || fail "waited only $(( (t1 - t0) / 1000 )) ms"
-    (( t1 - t0 < 5000000 )) || fail "waited $(( (t1 - t0) / 1000 )) ms"
+    timeout_test 250ms 200000
 }
 
 @test "-w .5 on a held lock waits about half a second" {
-    hold_lock "$D" "$K"
-    local t0 t1
-    t0=$(now_us)
-    run --separate-stderr bl -w .5 -d "$D" "$K" true
-    t1=$(now_us)
-    assert_failure 75
-    (( t1 - t0 >= 400000 )) || fail "waited only $(( (t1 - t0) / 1000 )) ms"
-    (( t1 - t0 < 5000000 )) || fail "waited $(( (t1 - t0) / 1000 )) ms"
+    timeout_test .5 400000
 }
 
 @test "BUFFERLOCK_WAIT sets the wait; -n on the command line wins" {
