@@ -68,23 +68,34 @@ TEST(CacheEntry, ExpiryIsMeasuredFromTheBuildStart) {
 }
 
 namespace {
-struct TempDir {
-  std::string path;
-  TempDir() {
+
+// A cache store in a fresh temporary directory, removed afterwards.
+class CacheStoreTest : public ::testing::Test {
+protected:
+  void SetUp() override {
     char tmpl[] = "/tmp/bufferlock-unit-XXXXXX";
-    path = ::mkdtemp(tmpl);
+    dir_ = ::mkdtemp(tmpl);
+    store_.emplace(dir_);
+    ASSERT_FALSE(store_->prepare());
   }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  // A writer for `key`, created at `created_ns`.
+  EntryWriter writer(const char* key, std::int64_t created_ns) {
+    auto created = EntryWriter::create(*store_, key, created_ns);
+    EXPECT_TRUE(std::holds_alternative<EntryWriter>(created));
+    return std::move(std::get<EntryWriter>(created));
+  }
+
+  std::string dir_;
+  std::optional<CacheStore> store_;
 };
+
 } // namespace
 
-TEST(CacheStore, PublishedEntriesVerifyAndCorruptionIsDetected) {
-  TempDir dir;
-  CacheStore store(dir.path);
-  ASSERT_FALSE(store.prepare());
-  auto created = EntryWriter::create(store, "key", 42);
-  ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
-  auto& w = std::get<EntryWriter>(created);
+TEST_F(CacheStoreTest, PublishedEntriesVerifyAndCorruptionIsDetected) {
+  CacheStore& store = *store_;
+  EntryWriter w = writer("key", 42);
   std::string payload;
   for (int i = 0; i < 200000; ++i)
     payload += static_cast<char>(i % 251);
@@ -115,15 +126,11 @@ TEST(CacheStore, PublishedEntriesVerifyAndCorruptionIsDetected) {
   EXPECT_EQ(store.lookup("key").state, LookupState::missing);
 }
 
-TEST(CacheStore, AnAbandonedWriterLeavesNothing) {
-  TempDir dir;
-  CacheStore store(dir.path);
-  ASSERT_FALSE(store.prepare());
+TEST_F(CacheStoreTest, AnAbandonedWriterLeavesNothing) {
   {
-    auto created = EntryWriter::create(store, "key", 1);
-    ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
-    std::get<EntryWriter>(created).append("partial", 7);
+    EntryWriter w = writer("key", 1);
+    w.append("partial", 7);
   }
-  EXPECT_EQ(store.lookup("key").state, LookupState::missing);
-  EXPECT_EQ(store.gc(std::nullopt, 0).temps_removed, 0); // the writer removed its own file
+  EXPECT_EQ(store_->lookup("key").state, LookupState::missing);
+  EXPECT_EQ(store_->gc(std::nullopt, 0).temps_removed, 0); // the writer removed its own file
 }
