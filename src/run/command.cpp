@@ -80,7 +80,9 @@ pid_t spawn(ChildSetup& setup) {
   if (pid == 0) child_main(&setup);
   return pid;
 #else
-  alignas(64) static char stack[64 * 1024]; // the child's, until it execs
+  // The child's stack until it execs. execvp builds PATH entry + name on it, each
+  // at most 128 KiB (MAX_ARG_STRLEN); untouched pages of .bss cost nothing.
+  alignas(64) static char stack[512 * 1024];
   return ::clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
 #endif
 }
