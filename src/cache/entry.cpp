@@ -30,6 +30,11 @@ std::string encode_header(const EntryHeader& h) {
   return out;
 }
 
+std::optional<std::uint64_t> encoded_header_size(std::string_view bytes) {
+  if (bytes.size() < entry_fixed_header) return std::nullopt;
+  return entry_fixed_header + get<std::uint32_t>(bytes, 12);
+}
+
 std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& why) {
   if (bytes.size() < entry_fixed_header || bytes.substr(0, entry_magic.size()) != entry_magic) {
     why = "not a bufferlock cache entry";

@@ -42,6 +42,10 @@ struct EntryHeader {
 // The header bytes [0, 32+K).
 std::string encode_header(const EntryHeader& h);
 
+// The size of the header (32 + K) that starts `bytes`; nullopt while `bytes`
+// is shorter than the fixed part.
+std::optional<std::uint64_t> encoded_header_size(std::string_view bytes);
+
 // Parses the header at the start of `bytes` (which must hold at least the
 // fixed part and the key); nullopt, with `why`, when it is not one of ours.
 std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& why);

@@ -159,7 +159,6 @@ int cache_main(const Options& o) {
     return exit_code::ok;
   }
 
-  const std::optional<SysError> unusable = store.prepare();
   Lookup found = store.lookup(o.key);
   if (found.state == LookupState::corrupt)
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.entry_path(o.key)}, {"error", found.why}}));
@@ -169,7 +168,10 @@ int cache_main(const Options& o) {
            : Freshness::expired;
   if (have && age == Freshness::fresh) return serve(o, store, found.entry);
 
-  const std::unique_ptr<Lock> lock = make_lock(o, o.backend_chosen ? std::string() : store.dir() + "/locks");
+  // A miss: the directory must exist (0700) before its locks/ and entries.
+  const std::optional<SysError> unusable = store.prepare();
+  // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
+  const std::unique_ptr<Lock> lock = make_lock(o, store.dir() + "/locks");
   if (have && age == Freshness::stale) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0));

@@ -64,7 +64,8 @@ void unlink_if_same(const std::string& path, int fd) {
 
 } // namespace
 
-std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why) {
+std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
+                                        std::string* whole_file) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     why = "not a regular file";
@@ -76,14 +77,10 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = "cannot read it";
     return std::nullopt;
   }
-  if (head.size() >= entry_fixed_header) {
+  if (const auto header_size = encoded_header_size(head)) {
     // A key longer than the first read: read the whole header.
-    const std::uint64_t key_len = std::uint64_t(static_cast<unsigned char>(head[12])) |
-                                  std::uint64_t(static_cast<unsigned char>(head[13])) << 8 |
-                                  std::uint64_t(static_cast<unsigned char>(head[14])) << 16 |
-                                  std::uint64_t(static_cast<unsigned char>(head[15])) << 24;
-    if (entry_fixed_header + key_len > head.size() && entry_fixed_header + key_len <= size) {
-      head.resize(entry_fixed_header + key_len);
+    if (*header_size > head.size() && *header_size <= size) {
+      head.resize(*header_size);
       if (!pread_all(fd, head.data(), head.size(), 0)) {
         why = "cannot read it";
         return std::nullopt;
@@ -100,8 +97,11 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = "it belongs to another key";
     return std::nullopt;
   }
+  const bool whole = size <= head.size(); // the whole file is in `head` already
   char trailer[entry_trailer];
-  if (!pread_all(fd, trailer, sizeof trailer, static_cast<off_t>(size - entry_trailer))) {
+  if (whole) {
+    head.copy(trailer, sizeof trailer, size - entry_trailer);
+  } else if (!pread_all(fd, trailer, sizeof trailer, static_cast<off_t>(size - entry_trailer))) {
     why = "cannot read it";
     return std::nullopt;
   }
@@ -112,7 +112,7 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     return std::nullopt;
   }
   std::optional<std::uint64_t> got;
-  if (size <= head.size()) { // the whole file is in `head` already
+  if (whole) {
     got = checksum(std::string_view(head).substr(h->header_size(), h->payload_len));
   } else {
     got = hash_range(fd, h->header_size(), h->payload_len);
@@ -121,10 +121,14 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = got ? "payload checksum mismatch" : "cannot read it";
     return std::nullopt;
   }
+  if (whole && whole_file) *whole_file = std::move(head);
   return h;
 }
 
 bool serve_entry(const CachedEntry& e, int out_fd) {
+  // Verification read a small entry whole: write it from there.
+  if (!e.bytes.empty())
+    return write_all(out_fd, std::string_view(e.bytes).substr(e.header.header_size(), e.header.payload_len));
   auto offset = static_cast<off_t>(e.header.header_size());
   std::uint64_t left = e.header.payload_len;
   bool use_sendfile = left > small_read; // small: one pread + one write is cheaper
@@ -182,13 +186,14 @@ Lookup CacheStore::lookup(std::string_view key) const {
   }
   std::string why;
   const std::string wanted(key);
-  auto header = verify_entry(fd.get(), &wanted, why);
+  std::string bytes;
+  auto header = verify_entry(fd.get(), &wanted, why, &bytes);
   if (!header) {
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
-  return {LookupState::found, CachedEntry{std::move(fd), std::move(*header)}, {}};
+  return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
 }
 
 std::optional<SysError> CacheStore::drop(std::string_view key) const {
@@ -293,6 +298,6 @@ std::optional<SysError> EntryWriter::publish() {
   return std::nullopt;
 }
 
-CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_}; }
+CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_, {}}; }
 
 } // namespace bufferlock

@@ -18,6 +18,7 @@ namespace bufferlock {
 struct CachedEntry {
   UniqueFd fd;
   EntryHeader header;
+  std::string bytes; // the whole file, when verifying it took one read; else empty
 };
 
 enum class LookupState { missing, found, corrupt };
@@ -62,7 +63,9 @@ private:
 
 // Verifies an open entry file: size, header, key (when `key` is given), and
 // both checksums. nullopt, with `why`, when it is not a sound entry.
-std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why);
+// With `whole_file`, a file small enough to be read at once is left there.
+std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
+                                        std::string* whole_file = nullptr);
 
 // Writes the payload of an entry to `out_fd`, zero-copy (sendfile) where the
 // kernel can. False when `out_fd` stopped taking data (a closed pipe).
