@@ -97,6 +97,7 @@ constexpr std::array<OptionSpec, 34> option_table = {{
     {Opt::gc, 0, {"gc"}, Arity::flag, Scope::cache},
 }};
 
+// In the order of the Command enumerators they stand for.
 constexpr std::array<std::string_view, 6> subcommands = {"run",     "cache",   "status",
                                                          "acquire", "release", "extend"};
 
@@ -359,10 +360,8 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     if (env_dir) p.dir = env_dir;
     if (env_redis) p.redis_url = env_redis;
   }
-  o.backend_chosen = p.dir || p.redis_url;
   if (p.redis_url) {
     o.backend = Backend::redis;
-    o.redis.url_text = *p.redis_url;
     auto parsed = parse_redis_url(*p.redis_url);
     if (auto* e = std::get_if<UrlError>(&parsed))
       usage(Msg::usage_bad_redis_url, {{"server", redact_url(*p.redis_url)}, {"error", e->reason}});
@@ -415,20 +414,10 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   int i = 1;
   bool explicit_command = false;
   if (argc > 1 && is_subcommand(argv[1])) {
-    const std::string_view sub = argv[1];
+    // `subcommands` lists them in the order of Command.
+    const auto* it = std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1]));
+    p.opts.command = static_cast<Command>(it - subcommands.begin());
     explicit_command = true;
-    if (sub == "run")
-      p.opts.command = Command::run;
-    else if (sub == "cache")
-      p.opts.command = Command::cache;
-    else if (sub == "status")
-      p.opts.command = Command::status;
-    else if (sub == "acquire")
-      p.opts.command = Command::acquire;
-    else if (sub == "release")
-      p.opts.command = Command::release;
-    else
-      p.opts.command = Command::extend;
     i = 2;
   }
   i = parse_options(p, argc, argv, i, explicit_command);

@@ -22,7 +22,6 @@ enum class OnLost { warn, term };
 
 struct RedisSettings {
   RedisUrl url;
-  std::string url_text;                // as given, for messages (redact_url)
   std::optional<std::string> password; // from the URL, BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH
   Nanos ttl = std::chrono::seconds(60);
   std::string key_prefix = "buffer:lock:";
@@ -49,9 +48,8 @@ struct CacheSettings {
 struct Options {
   Command command = Command::run;
   Backend backend = Backend::file;
-  std::string dir;             // file backend: lock directory; empty = the default one
-  RedisSettings redis;         // redis backend
-  bool backend_chosen = false; // by --dir/--redis or their environment variables
+  std::string dir;     // file backend: lock directory; empty = the default one
+  RedisSettings redis; // redis backend
   CacheSettings cache;
   Nanos wait{0}; // 0 = try once; infinite_duration = forever
   int busy_exit = 75;
