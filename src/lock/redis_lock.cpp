@@ -156,13 +156,14 @@ void RedisLock::export_env() const {
   ::setenv("BUFFERLOCK_REDIS_KEY", key_.c_str(), 1);
 }
 
+Nanos RedisLock::renew_interval() const { return std::max(settings_.ttl / 3, Nanos(1'000'000)); }
+
 std::optional<Ticker> RedisLock::keepalive() {
-  const Nanos interval = std::max(settings_.ttl / 3, Nanos(1'000'000));
-  return Ticker{interval, [this](pid_t child) { return renew(child); }};
+  return Ticker{renew_interval(), [this](pid_t child) { return renew(child); }};
 }
 
 Nanos RedisLock::renew(pid_t child) {
-  const Nanos interval = std::max(settings_.ttl / 3, Nanos(1'000'000));
+  const Nanos interval = renew_interval();
   if (lost_) {
     // The only thing left to do: SIGKILL a command that ignored SIGTERM.
     if (kill_pending_) {

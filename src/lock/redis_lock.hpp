@@ -55,6 +55,8 @@ private:
   Outcome try_once();
   void pause(Nanos d);
   Nanos renew(pid_t child);
+  // About TTL/3 (at least 1 ms): renewals keep a lock whose TTL would run out.
+  Nanos renew_interval() const;
 
   RedisSettings settings_;
   std::string display_key_;

@@ -24,6 +24,16 @@ namespace {
 
 constexpr std::array forwarded_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
+// argv for execvp: pointers into `argv`, then NULL.
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
+
 int exec_failure_status(int err) {
   return (err == ENOENT || err == ENOTDIR) ? exit_code::not_found : exit_code::cannot_execute;
 }
@@ -90,11 +100,7 @@ pid_t spawn(ChildSetup& setup) {
 } // namespace
 
 int exec_command(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const auto& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  const std::vector<char*> args = c_argv(argv);
   ::execvp(args[0], args.data());
   const int err = errno;
   diag::error(message(Msg::exec_failed, {{"command", argv[0]}, {"error", errno_text(err)}}));
@@ -149,10 +155,7 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     out_write.reset(fds[1]);
   }
 
-  std::vector<char*> args;
-  for (const auto& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  const std::vector<char*> args = c_argv(argv);
   ChildSetup setup{args.data(), out_write ? out_write.get() : -1, ::getpid(), &old_chld, 0, false};
   const pid_t child = spawn(setup);
   if (child < 0) return fail(Msg::fork_failed, errno);
