@@ -129,7 +129,7 @@ int app_main(int argc, char** argv) {
       }
     }
     switch (o.command) {
-    case Command::help: return write_stdout(o.help_topic == Command::cache ? cache_help_text() : help_text());
+    case Command::help: return write_stdout(help_text(o.help_topic));
     case Command::version: return write_stdout(version_text());
     case Command::list_messages: return write_stdout(list_messages());
     case Command::run: return cmd_run(o);

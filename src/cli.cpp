@@ -1,6 +1,27 @@
+// The command line through CLI11 (SPEC §2-4). Each option is declared once,
+// in `option_table`; the parser of a run and the --help texts are both built
+// from it. What CLI11 cannot say is checked here after it parsed: where KEY
+// is, the command after it, backend scoping and the environment fallbacks.
+//
+// CLI11 2.1.2 traps designed around (DEPS.md), each pinned by a unit test:
+// - no positionals are declared: with prefix_command() the first word that
+//   is not an option (KEY) and every word after it come back verbatim from
+//   remaining(), so the command's own flags (even -c) are never parsed;
+// - no envname() on the parsing App: CLI11 would read the variables itself
+//   (the other backend's too) and count them as "given"; the environment is
+//   applied below, only where the command line said nothing;
+// - every CLI::ParseError becomes one of our messages with exit status 64;
+// - values are checked by our own functions, whose messages name the option.
+// Start-up: CLI11 pays ~20k instructions per declared option, so only the
+// options of the subcommand that argv names are declared (ARCHITECTURE.md).
 #include "cli.hpp"
 
+#include "help.hpp"
 #include "messages.hpp"
+
+#include <CLI/App.hpp>
+#include <CLI/Config.hpp> // ConfigBase's members: App's constructor needs them
+#include <CLI/Formatter.hpp>
 
 #include <algorithm>
 #include <array>
@@ -49,53 +70,109 @@ enum class Opt {
   gc,
 };
 
-enum class Arity { flag, value };
+// Which subcommands know an option: every one, those of the redis backend
+// (refused with the file backend), or `cache` alone.
 enum class Scope { any, redis, cache };
 
-struct OptionSpec {
+// One option, declared once: CLI11 gets the names, the help texts the rest.
+struct OptionDecl {
   Opt id;
-  char short_name; // 0 = none
-  std::array<std::string_view, 3> long_names;
-  Arity arity;
+  std::string_view names;      // CLI11's form: "-w,--wait,--timeout"
+  std::string_view value_name; // empty: a flag
+  std::string_view group;      // the --help section
+  std::string_view description;
+  std::string_view default_text; // for --help; empty: none shown
+  std::string_view env;          // the variable that stands in for it; empty: none
   Scope scope;
 };
 
-constexpr std::array<OptionSpec, 34> option_table = {{
-    {Opt::dir, 'd', {"dir"}, Arity::value, Scope::any},
-    {Opt::redis, 'r', {"redis"}, Arity::value, Scope::any},
-    {Opt::nonblock, 'n', {"nonblock", "nb"}, Arity::flag, Scope::any},
-    {Opt::wait, 'w', {"wait", "timeout"}, Arity::value, Scope::any},
-    {Opt::busy_exit, 'E', {"busy-exit", "conflict-exit-code"}, Arity::value, Scope::any},
-    {Opt::error_exit, 0, {"error-exit"}, Arity::value, Scope::any},
-    {Opt::fail_open, 0, {"fail-open"}, Arity::flag, Scope::any},
-    {Opt::shared, 's', {"shared"}, Arity::flag, Scope::any},
-    {Opt::close, 'o', {"close"}, Arity::flag, Scope::any},
-    {Opt::no_fork, 'F', {"no-fork"}, Arity::flag, Scope::any},
-    {Opt::shell_command, 'c', {"command"}, Arity::value, Scope::any},
-    {Opt::verbose, 'v', {"verbose"}, Arity::flag, Scope::any},
-    {Opt::quiet, 'q', {"quiet"}, Arity::flag, Scope::any},
-    {Opt::help, 'h', {"help"}, Arity::flag, Scope::any},
-    {Opt::version, 'V', {"version"}, Arity::flag, Scope::any},
-    {Opt::messages, 0, {"messages"}, Arity::value, Scope::any},
-    {Opt::list_messages, 0, {"list-messages"}, Arity::flag, Scope::any},
-    {Opt::ttl, 0, {"ttl"}, Arity::value, Scope::redis},
-    {Opt::key_prefix, 0, {"namespace"}, Arity::value, Scope::redis},
-    {Opt::hash_tag, 0, {"hash-tag"}, Arity::flag, Scope::redis},
-    {Opt::connect_timeout, 0, {"connect-timeout"}, Arity::value, Scope::redis},
-    {Opt::io_timeout, 0, {"io-timeout"}, Arity::value, Scope::redis},
-    {Opt::step, 0, {"step"}, Arity::value, Scope::redis},
-    {Opt::ratio, 0, {"ratio"}, Arity::value, Scope::redis},
-    {Opt::max_step, 0, {"max-step"}, Arity::value, Scope::redis},
-    {Opt::on_lost, 0, {"on-lost"}, Arity::value, Scope::redis},
-    {Opt::kill_after, 0, {"kill-after"}, Arity::value, Scope::redis},
-    {Opt::cache_dir, 0, {"cache-dir"}, Arity::value, Scope::cache},
-    {Opt::max_age, 0, {"max-age"}, Arity::value, Scope::cache},
-    {Opt::stale, 0, {"stale"}, Arity::value, Scope::cache},
-    {Opt::background, 0, {"background"}, Arity::flag, Scope::cache},
-    {Opt::stale_if_error, 0, {"stale-if-error"}, Arity::flag, Scope::cache},
-    {Opt::drop, 0, {"drop"}, Arity::flag, Scope::cache},
-    {Opt::gc, 0, {"gc"}, Arity::flag, Scope::cache},
+constexpr std::string_view g_backend = "Backend";
+constexpr std::string_view g_waiting = "Waiting";
+constexpr std::string_view g_exit = "Exit codes";
+constexpr std::string_view g_running = "Running";
+constexpr std::string_view g_redis = "Redis";
+constexpr std::string_view g_cache = "Cache";
+constexpr std::string_view g_messages = "Messages";
+
+// In --help order. Names accepted but not shown: see hidden_names.
+constexpr std::array<OptionDecl, 34> option_table = {{
+    {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
+     "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
+    {Opt::redis, "-r,--redis", "URL", g_backend,
+     "a Redis server shared by many machines: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+     "unix:///PATH[?db=N]; password also from BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH",
+     "", "BUFFERLOCK_REDIS", Scope::any},
+    {Opt::nonblock, "-n,--nonblock,--nb", "", g_waiting, "try once; if busy, skip the command (the default)",
+     "", "", Scope::any},
+    {Opt::wait, "-w,--wait,--timeout", "SECONDS", g_waiting,
+     "wait up to SECONDS (5, 0.25, 250ms, 2m, inf; 0 = -n)", "0; cache: inf", "BUFFERLOCK_WAIT", Scope::any},
+    {Opt::busy_exit, "-E,--busy-exit,--conflict-exit-code", "N", g_exit,
+     "status when busy or the wait ran out", "75", "", Scope::any},
+    {Opt::error_exit, "--error-exit", "N", g_exit, "status when the lock could not be taken", "69", "",
+     Scope::any},
+    {Opt::fail_open, "--fail-open", "", g_exit, "on a lock error, warn and run the command anyway", "", "",
+     Scope::any},
+    {Opt::shell_command, "-c,--command", "STRING", g_running, "run STRING with /bin/sh -c", "", "",
+     Scope::any},
+    {Opt::shared, "-s,--shared", "", g_running, "file: take a shared (read) lock", "", "", Scope::any},
+    {Opt::close, "-o,--close", "", g_running,
+     "fork; the command does not inherit the lock, and bufferlock releases it when the command exits "
+     "(redis: always)",
+     "", "", Scope::any},
+    {Opt::no_fork, "-F,--no-fork", "", g_running, "accepted for flock(1) compatibility (exec is the default)",
+     "", "", Scope::any},
+    {Opt::ttl, "--ttl", "SECONDS", g_redis, "lock lifetime, renewed every TTL/3 while the command runs", "60",
+     "BUFFERLOCK_TTL", Scope::redis},
+    {Opt::key_prefix, "--namespace", "PREFIX", g_redis, "key prefix", "buffer:lock:", "BUFFERLOCK_NAMESPACE",
+     Scope::redis},
+    {Opt::hash_tag, "--hash-tag", "", g_redis, "key {PREFIX}MD5: every lock in one Redis Cluster slot", "",
+     "", Scope::redis},
+    {Opt::connect_timeout, "--connect-timeout", "SECONDS", g_redis, "connect timeout", "1",
+     "BUFFERLOCK_CONNECT_TIMEOUT", Scope::redis},
+    {Opt::io_timeout, "--io-timeout", "SECONDS", g_redis, "timeout of each command", "1",
+     "BUFFERLOCK_IO_TIMEOUT", Scope::redis},
+    {Opt::step, "--step", "SECONDS", g_redis, "first pause between tries while waiting", "0.001", "",
+     Scope::redis},
+    {Opt::ratio, "--ratio", "N", g_redis, "growth of the pause", "2", "", Scope::redis},
+    {Opt::max_step, "--max-step", "SECONDS", g_redis, "longest pause", "0.5", "", Scope::redis},
+    {Opt::on_lost, "--on-lost", "warn|term", g_redis,
+     "when renewal finds the lock lost: warn, or also SIGTERM the command", "warn", "BUFFERLOCK_ON_LOST",
+     Scope::redis},
+    {Opt::kill_after, "--kill-after", "SECONDS", g_redis, "after term: SIGKILL if still running", "10",
+     "BUFFERLOCK_KILL_AFTER", Scope::redis},
+    {Opt::cache_dir, "--cache-dir", "DIR", g_cache, "where entries live",
+     "$XDG_CACHE_HOME/bufferlock, else ~/.cache/bufferlock", "BUFFERLOCK_CACHE_DIR", Scope::cache},
+    {Opt::max_age, "--max-age", "SECONDS", g_cache,
+     "entries older than this (from the build's start) are rebuilt", "none: entries never expire", "",
+     Scope::cache},
+    {Opt::stale, "--stale", "SECONDS", g_cache,
+     "an entry expired by up to SECONDS is served at once while another caller rebuilds it (needs --max-age)",
+     "", "", Scope::cache},
+    {Opt::background, "--background", "", g_cache,
+     "with --stale: the caller that would rebuild also serves the stale entry and rebuilds in a detached "
+     "process",
+     "", "", Scope::cache},
+    {Opt::stale_if_error, "--stale-if-error", "", g_cache,
+     "when the rebuild fails, serve the expired entry (exit 0)", "", "", Scope::cache},
+    {Opt::drop, "--drop", "", g_cache, "remove KEY's entry (exit 0 even if there is none)", "", "",
+     Scope::cache},
+    {Opt::gc, "--gc", "", g_cache,
+     "remove corrupt entries, entries older than --max-age, and temporary files whose builder is gone", "",
+     "", Scope::cache},
+    {Opt::verbose, "-v,--verbose", "", g_messages, "say when the lock was taken, and who holds a busy one",
+     "", "", Scope::any},
+    {Opt::quiet, "-q,--quiet", "", g_messages, "no warnings (errors are still printed)", "", "", Scope::any},
+    {Opt::messages, "--messages", "FILE", g_messages, "message texts from FILE, lines \"key = text\"", "",
+     "BUFFERLOCK_MESSAGES", Scope::any},
+    {Opt::list_messages, "--list-messages", "", g_messages, "print every message key with its default text",
+     "", "", Scope::any},
+    {Opt::help, "-h,--help", "", g_messages, "show this help", "", "", Scope::any},
+    {Opt::version, "-V,--version", "", g_messages, "show the version, backends and libraries", "", "",
+     Scope::any},
 }};
+
+// Long names accepted for compatibility but not advertised in --help.
+constexpr std::array<std::string_view, 1> hidden_names = {"nb"};
 
 // In the order of the Command enumerators they stand for.
 constexpr std::array<std::string_view, 6> subcommands = {"run",     "cache",   "status",
@@ -111,18 +188,27 @@ thread_local std::string messages_file_seen;
   throw UsageError(m, std::move(args), messages_file_seen);
 }
 
-const OptionSpec* find_long(std::string_view name) {
-  for (const auto& spec : option_table)
-    for (auto n : spec.long_names)
-      if (!n.empty() && n == name) return &spec;
+// The name messages use for an option: its first long name, "--wait".
+std::string_view long_name(const OptionDecl& d) {
+  const std::size_t at = d.names.find("--");
+  const std::size_t end = d.names.find(',', at);
+  return d.names.substr(at, end == std::string_view::npos ? end : end - at);
+}
+
+// The declaration a typed option word names ("--cache-dir=x", "-w"), if any.
+const OptionDecl* decl_named(std::string_view typed) {
+  for (const auto& d : option_table) {
+    std::string_view rest = d.names;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      if (rest.substr(0, comma) == typed) return &d;
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
   return nullptr;
 }
 
-const OptionSpec* find_short(char c) {
-  for (const auto& spec : option_table)
-    if (spec.short_name != 0 && spec.short_name == c) return &spec;
-  return nullptr;
-}
+bool declared_for(const OptionDecl& d, Command c) { return d.scope != Scope::cache || c == Command::cache; }
 
 // A duration option's value; `bad` is the message for one that is not.
 Nanos duration_value(std::string_view option, std::string_view text, AllowInfinite inf = AllowInfinite::no,
@@ -158,19 +244,18 @@ struct Parsed {
   std::optional<std::string> redis_url;
   std::optional<Nanos> wait;
   std::optional<std::string> shell_before_key;
-  std::string first_redis_option; // as typed, for the "not with the file backend" error
+  std::string first_redis_option; // for the "not with the file backend" error
   bool no_fork = false;
-  bool have_key = false;
   std::array<bool, option_table.size()> given{}; // on the command line
 };
 
-void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::string_view value) {
+// Applies one option's value (empty for a flag); `typed` names it in messages
+// (the option, or the environment variable that stood in for it).
+void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
-  p.given[static_cast<std::size_t>(&spec - option_table.data())] = true;
-  if (spec.scope == Scope::redis && p.first_redis_option.empty()) p.first_redis_option = typed;
-  if (spec.scope == Scope::cache && o.command != Command::cache)
-    usage(Msg::usage_cache_option, {{"option", typed}});
-  switch (spec.id) {
+  p.given[static_cast<std::size_t>(&decl - option_table.data())] = true;
+  if (decl.scope == Scope::redis && p.first_redis_option.empty()) p.first_redis_option = typed;
+  switch (decl.id) {
   case Opt::dir:
     if (value.empty()) usage(Msg::usage_empty_dir);
     p.dir = std::string(value);
@@ -246,104 +331,98 @@ void apply(Parsed& p, const OptionSpec& spec, std::string_view typed, std::strin
   }
 }
 
-// Reads options up to and including KEY; returns the index after KEY.
-int parse_options(Parsed& p, int argc, const char* const* argv, int i, bool explicit_command) {
-  while (i < argc) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      if (i < argc) {
-        p.opts.key = argv[i++];
-        p.have_key = true;
-      }
-      return i;
-    }
-    if (arg.size() > 2 && arg.substr(0, 2) == "--") {
-      const std::string_view body = arg.substr(2);
-      const std::size_t eq = body.find('=');
-      const std::string_view name = body.substr(0, eq);
-      const OptionSpec* spec = find_long(name);
-      const std::string typed = "--" + std::string(name);
-      if (!spec) usage(Msg::usage_unknown_option, {{"option", typed}});
-      if (spec->arity == Arity::flag) {
-        if (eq != std::string_view::npos) usage(Msg::usage_unexpected_value, {{"option", typed}});
-        apply(p, *spec, typed, {});
-      } else if (eq != std::string_view::npos) {
-        apply(p, *spec, typed, body.substr(eq + 1));
-      } else {
-        if (i + 1 >= argc) usage(Msg::usage_missing_value, {{"option", typed}});
-        apply(p, *spec, typed, argv[++i]);
-      }
-      ++i;
-      continue;
-    }
-    if (arg.size() > 1 && arg[0] == '-') {
-      // A cluster of short options, getopt style: -nv, -w5, -dDIR.
-      for (std::size_t j = 1; j < arg.size(); ++j) {
-        const OptionSpec* spec = find_short(arg[j]);
-        const std::string typed = std::string("-") + arg[j];
-        if (!spec) usage(Msg::usage_unknown_option, {{"option", typed}});
-        if (spec->arity == Arity::flag) {
-          apply(p, *spec, typed, {});
-          continue;
-        }
-        if (j + 1 < arg.size()) {
-          apply(p, *spec, typed, arg.substr(j + 1));
-        } else {
-          if (i + 1 >= argc) usage(Msg::usage_missing_value, {{"option", typed}});
-          apply(p, *spec, typed, argv[++i]);
-        }
-        break;
-      }
-      ++i;
-      continue;
-    }
-    // The first word that is not an option is KEY.
-    if (!explicit_command && is_subcommand(arg))
-      usage(Msg::usage_key_is_subcommand, {{"key", display_key(arg)}});
-    p.opts.key = std::string(arg);
-    p.have_key = true;
-    return i + 1;
+// CLI11 2.1.2 reads "--dir=" as "--dir" and takes the next word for its
+// value, and accepts "--close=true" for a flag. So every "--NAME=VALUE" word
+// is handed to it with a NUL after VALUE, a byte no argv word can hold: the
+// value is never empty, and never one a flag accepts. unmark() takes it off
+// again; KEY and the command are taken from argv itself.
+std::vector<std::string> mark_equals(int argc, const char* const* argv, int first) {
+  std::vector<std::string> args; // reversed, as App::parse wants them
+  args.reserve(static_cast<std::size_t>(argc - first));
+  for (int i = argc - 1; i >= first; --i) {
+    std::string word = argv[i];
+    if (word.starts_with("--") && word.find('=') != std::string::npos) word.push_back('\0');
+    args.push_back(std::move(word));
   }
-  return i;
+  return args;
+}
+
+std::string_view unmark(std::string_view value) {
+  if (!value.empty() && value.back() == '\0') value.remove_suffix(1);
+  return value;
+}
+
+// Declares `decl` on `app`. While parsing, its value is applied the moment
+// CLI11 reads it (trigger_on_parse), so options act in the order given ("the
+// last of -n and -w wins") and a bad value is reported in that order too.
+CLI::Option* declare(CLI::App& app, const OptionDecl& decl, Parsed* p) {
+  const std::string names(decl.names);
+  CLI::Option* opt = nullptr;
+  if (decl.value_name.empty()) {
+    opt = app.add_flag_callback(names, [p, &decl] {
+      if (p) apply(*p, decl, long_name(decl), {});
+    });
+    opt->disable_flag_override(); // --close=VALUE is an error (see mark_equals)
+  } else {
+    opt = app.add_option_function<std::string>(names, [p, &decl](const std::string& value) {
+      if (p) apply(*p, decl, long_name(decl), unmark(value));
+    });
+    opt->type_name(std::string(decl.value_name));
+  }
+  opt->trigger_on_parse()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  return opt;
+}
+
+// An App for `command` that has (only) the options it accepts; for the help
+// texts (p == nullptr) with their descriptions, groups, defaults and variables.
+void declare_options(CLI::App& app, Command command, Parsed* p) {
+  app.set_help_flag();  // -h/--help is ours: a flag like the others
+  app.prefix_command(); // KEY and the words after it come back verbatim
+  for (const auto& decl : option_table) {
+    if (!declared_for(decl, command)) continue;
+    CLI::Option* opt = declare(app, decl, p);
+    if (p) continue; // the parser needs no texts
+    opt->description(std::string(decl.description));
+    opt->group(std::string(decl.group));
+    if (!decl.default_text.empty()) opt->default_str(std::string(decl.default_text));
+    if (!decl.env.empty()) opt->envname(std::string(decl.env));
+  }
+}
+
+// Whether CLI11 took `word` for an option (App::_recognize): those it did not
+// know are in remaining() before KEY.
+bool looks_like_option(const std::string& word) {
+  std::string name, value;
+  if (CLI::detail::split_long(word, name, value)) return true;
+  return CLI::detail::split_short(word, name, value) && !(name[0] >= '0' && name[0] <= '9');
 }
 
 // The command after KEY: `-- CMD...`, `-c STRING`, or CMD... verbatim.
-void parse_command_words(Parsed& p, int argc, const char* const* argv, int i) {
+void parse_command_words(Parsed& p, std::vector<std::string>::const_iterator it,
+                         std::vector<std::string>::const_iterator end) {
   Options& o = p.opts;
   std::optional<std::string> shell = p.shell_before_key;
-  if (i < argc) {
-    const std::string_view first = argv[i];
+  if (it != end) {
+    const std::string_view first = *it;
     if (first == "--") {
-      ++i;
+      ++it;
     } else if (first == "-c" || first == "--command" || first.starts_with("--command=")) {
       const bool attached = first.starts_with("--command=");
-      const int words = argc - i - (attached ? 1 : 2);
-      if (words != 0 || (!attached && i + 1 >= argc))
-        usage(Msg::usage_shell_one_word, {{"option", attached ? "--command" : first}});
+      const auto words = (end - it) - (attached ? 1 : 2);
+      if (words != 0) usage(Msg::usage_shell_one_word, {{"option", attached ? "--command" : first}});
       if (shell) usage(Msg::usage_command_twice);
-      shell = attached ? std::string(first.substr(10)) : std::string(argv[i + 1]);
-      i = argc;
+      shell = attached ? std::string(first.substr(10)) : *(it + 1);
+      it = end;
     }
   }
-  if (i < argc && shell) usage(Msg::usage_command_twice);
+  if (it != end && shell) usage(Msg::usage_command_twice);
   if (shell) {
     o.argv = {"/bin/sh", "-c", *shell};
   } else {
-    o.argv.assign(argv + i, argv + argc);
+    o.argv.assign(it, end);
     if (o.argv.empty()) usage(Msg::usage_missing_command);
   }
 }
-
-// Redis options that the environment can set (SPEC §4).
-constexpr std::array<std::pair<Opt, const char*>, 6> redis_env = {{
-    {Opt::ttl, "BUFFERLOCK_TTL"},
-    {Opt::key_prefix, "BUFFERLOCK_NAMESPACE"},
-    {Opt::connect_timeout, "BUFFERLOCK_CONNECT_TIMEOUT"},
-    {Opt::io_timeout, "BUFFERLOCK_IO_TIMEOUT"},
-    {Opt::on_lost, "BUFFERLOCK_ON_LOST"},
-    {Opt::kill_after, "BUFFERLOCK_KILL_AFTER"},
-}};
 
 const char* env_value(const EnvLookup& getenv, const char* name) {
   const char* v = getenv(name);
@@ -375,11 +454,11 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     }
     if (o.shared) usage(Msg::usage_shared_with_redis);
     // Environment equivalents of the redis options the command line did not give.
-    for (const auto& [id, name] : redis_env) {
-      const auto& spec = *std::find_if(option_table.begin(), option_table.end(),
-                                       [id = id](const OptionSpec& s) { return s.id == id; });
-      if (p.given[static_cast<std::size_t>(&spec - option_table.data())]) continue;
-      if (const char* v = env_value(getenv, name)) apply(p, spec, name, v);
+    for (const auto& decl : option_table) {
+      if (decl.scope != Scope::redis || decl.env.empty()) continue;
+      if (p.given[static_cast<std::size_t>(&decl - option_table.data())]) continue;
+      const std::string name(decl.env);
+      if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }
   } else {
     o.backend = Backend::file;
@@ -398,12 +477,147 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
 }
 
+// CLI11's parse errors as our messages. CLI11 2.1.2 reports an option whose
+// value is missing (always the last word: nothing was left to take) and a
+// flag given "=VALUE"; unknown options stay in remaining() (prefix_command).
+[[noreturn]] void usage_from(const CLI::ParseError& e, int argc, const char* const* argv) {
+  const std::string_view what = e.what();
+  if (what.ends_with(" was given a disallowed flag override")) {
+    // Only "--NAME=VALUE" reaches it: a short flag's "rest" is more flags.
+    const std::string typed = "--" + std::string(what.substr(0, what.find(' ')));
+    usage(Msg::usage_unexpected_value, {{"option", typed}});
+  }
+  if (e.get_name() == "ArgumentMismatch" && argc > 0) {
+    const std::string_view last = argv[argc - 1];
+    // "--wait" or "--wait=" as typed; in a cluster ("-nw") the last letter.
+    const std::string typed =
+        last.starts_with("--") ? std::string(last.substr(0, last.find('='))) : std::string("-") + last.back();
+    usage(Msg::usage_missing_value, {{"option", typed}});
+  }
+  usage(Msg::usage_bad_command_line);
+}
+
+// Runs CLI11 over argv[first..] for `command`; fills p from the options and
+// returns the words from KEY on (and whether a "--" came before KEY).
+std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* argv, int first,
+                                       bool& dashdash_before_key) {
+  CLI::App app;
+  declare_options(app, p.opts.command, &p);
+  std::vector<std::string> args = mark_equals(argc, argv, first);
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    usage_from(e, argc, argv);
+  }
+  const std::vector<std::string> rest = app.remaining();
+  // CLI11 keeps the options it does not know, in order, before KEY.
+  auto it = rest.begin();
+  if (it != rest.end() && *it != "--" && looks_like_option(*it)) {
+    const std::string typed = it->substr(0, it->find('='));
+    const OptionDecl* d = decl_named(typed);
+    if (d && d->scope == Scope::cache) usage(Msg::usage_cache_option, {{"option", typed}});
+    usage(Msg::usage_unknown_option, {{"option", typed}});
+  }
+  dashdash_before_key = it != rest.end() && *it == "--";
+  if (dashdash_before_key) {
+    ++it;
+  } else if (it != rest.end() && it->size() > 1 && (*it)[0] == '-') {
+    // getopt would read these as options; CLI11 leaves "-1", "-!", "---x"
+    // and the "-1" of a cluster "-n1" to positionals. Only after "--" are
+    // they KEYs.
+    usage(Msg::usage_unknown_option, {{"option", it->substr(0, it->find('='))}});
+  }
+  // remaining() ends with argv's last words: take them unmarked from argv.
+  return {argv + argc - (rest.end() - it), argv + argc};
+}
+
+// The usage lines and introduction of --help, then one section per group of
+// options, then the exit statuses and examples (help.cpp has the prose).
+class HelpFormatter final : public CLI::Formatter {
+public:
+  explicit HelpFormatter(Command topic) : topic_(topic) {}
+
+  std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
+    std::string out(help_prose(topic_, HelpPart::intro));
+    for (const std::string& group : app->get_groups()) {
+      if (topic_ == Command::cache && group != g_cache) continue;
+      out += "\n" + group;
+      out += topic_ == Command::run && group == g_cache ? " (bufferlock cache --help for more):\n" : ":\n";
+      for (const CLI::Option* opt :
+           app->get_options([&](const CLI::Option* o) { return o->get_group() == group; }))
+        out += option_entry(*opt);
+    }
+    out += help_prose(topic_, HelpPart::outro);
+    return out;
+  }
+
+private:
+  static constexpr std::size_t column = 27; // where descriptions start
+  static constexpr std::size_t width = 88;
+
+  static std::string option_entry(const CLI::Option& opt) {
+    std::string names = "  ";
+    names += opt.get_snames().empty() ? "    " : "-" + opt.get_snames().front() + ", ";
+    bool first = true;
+    for (const std::string& l : opt.get_lnames()) {
+      if (std::find(hidden_names.begin(), hidden_names.end(), l) != hidden_names.end()) continue;
+      names += (first ? "--" : ", --") + l;
+      first = false;
+    }
+    if (!opt.get_type_name().empty() && opt.get_expected_max() > 0) names += " " + opt.get_type_name();
+    std::string text = opt.get_description();
+    std::string notes;
+    if (!opt.get_default_str().empty()) notes = "default " + opt.get_default_str();
+    if (!opt.get_envname().empty()) notes += (notes.empty() ? "env " : "; env ") + opt.get_envname();
+    if (!notes.empty()) text += " (" + notes + ")";
+    std::string out = names;
+    if (names.size() + 1 >= column)
+      out += "\n" + std::string(column, ' ');
+    else
+      out += std::string(column - names.size(), ' ');
+    return out + wrap(text) + "\n";
+  }
+
+  // `text` in lines that end before `width`, continued at `column`. A word
+  // that begins with '-' stays with the one before it: no continuation line
+  // may look like an option of its own.
+  static std::string wrap(std::string_view text) {
+    std::string out;
+    std::size_t line = column;
+    while (!text.empty()) {
+      std::size_t space = text.find(' ');
+      while (space != std::string_view::npos && space + 1 < text.size() && text[space + 1] == '-')
+        space = text.find(' ', space + 1);
+      const std::string_view word = text.substr(0, space);
+      text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+      if (line > column && line + 1 + word.size() > width) {
+        out += "\n" + std::string(column, ' ');
+        line = column;
+      } else if (line > column) {
+        out += ' ';
+        ++line;
+      }
+      out += word;
+      line += word.size();
+    }
+    return out;
+  }
+
+  Command topic_;
+};
+
 } // namespace
 
 bool is_subcommand(std::string_view word) {
-  for (auto s : subcommands)
-    if (s == word) return true;
-  return false;
+  return std::find(subcommands.begin(), subcommands.end(), word) != subcommands.end();
+}
+
+std::string help_text(Command topic) {
+  topic = topic == Command::cache ? Command::cache : Command::run;
+  CLI::App app;
+  declare_options(app, Command::cache, nullptr); // every option; the formatter picks
+
+  return HelpFormatter(topic).make_help(&app, "", CLI::AppFormatMode::Normal);
 }
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv) {
@@ -411,19 +625,27 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   const char* env_messages = env_value(getenv, "BUFFERLOCK_MESSAGES");
   messages_file_seen = env_messages ? env_messages : "";
   p.opts.messages_file = messages_file_seen;
-  int i = 1;
+  int first = 1;
   bool explicit_command = false;
   if (argc > 1 && is_subcommand(argv[1])) {
     // `subcommands` lists them in the order of Command.
     const auto* it = std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1]));
     p.opts.command = static_cast<Command>(it - subcommands.begin());
     explicit_command = true;
-    i = 2;
+    first = 2;
   }
-  i = parse_options(p, argc, argv, i, explicit_command);
+  bool dashdash = false;
+  const std::vector<std::string> words = parse_options(p, argc, argv, first, dashdash);
   Options& o = p.opts;
   if (o.command == Command::help || o.command == Command::version || o.command == Command::list_messages)
     return o;
+  const bool have_key = !words.empty();
+  if (have_key) {
+    o.key = words.front();
+    if (!dashdash && !explicit_command && is_subcommand(o.key))
+      usage(Msg::usage_key_is_subcommand, {{"key", display_key(o.key)}});
+  }
+  const auto after_key = have_key ? words.begin() + 1 : words.end();
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
       if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
@@ -434,30 +656,30 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (c.background && !c.stale)
       usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
     if (c.gc) {
-      if (p.have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       return o;
     }
   }
-  if (!p.have_key) usage(Msg::lock_key_undefined);
+  if (!have_key) usage(Msg::lock_key_undefined);
 
+  const auto extra = [&](auto it) {
+    if (it != words.end()) usage(Msg::usage_extra_argument, {{"value", *it}});
+  };
   switch (o.command) {
   case Command::cache:
-    if (o.cache.drop) {
-      if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});
-      break;
-    }
-    parse_command_words(p, argc, argv, i);
+    if (o.cache.drop)
+      extra(after_key);
+    else
+      parse_command_words(p, after_key, words.end());
     break;
-  case Command::run: parse_command_words(p, argc, argv, i); break;
+  case Command::run: parse_command_words(p, after_key, words.end()); break;
   case Command::status:
-  case Command::acquire:
-    if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});
-    break;
+  case Command::acquire: extra(after_key); break;
   case Command::release:
   case Command::extend:
-    if (i >= argc) usage(Msg::usage_missing_value, {{"option", "TOKEN"}});
-    o.token = argv[i++];
-    if (i < argc) usage(Msg::usage_extra_argument, {{"value", argv[i]}});
+    if (after_key == words.end()) usage(Msg::usage_missing_value, {{"option", "TOKEN"}});
+    o.token = *after_key;
+    extra(after_key + 1);
     break;
   case Command::help:
   case Command::version:

@@ -1,5 +1,5 @@
-// argv and the environment -> plain option structs. Nothing here touches a
-// lock. A hand-written parser, not CLI11: see ARCHITECTURE.md ("start-up").
+// argv and the environment -> plain option structs, through CLI11. Nothing
+// here touches a lock.
 #pragma once
 
 #include "messages.hpp"
@@ -84,6 +84,10 @@ using EnvLookup = std::function<const char*(const char*)>;
 // Parses argv (argv[0] is the program) and the environment variables the
 // chosen backend reads. Throws UsageError with the message text.
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv);
+
+// The --help text of `topic` (cache, or run for every other), made from the
+// same option declarations as the parser.
+std::string help_text(Command topic);
 
 // Whether `word` names a subcommand (so an implicit KEY cannot be spelled so).
 bool is_subcommand(std::string_view word);

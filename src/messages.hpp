@@ -24,6 +24,7 @@ namespace bufferlock {
   X(usage_bad_exit_status, "invalid exit status '%{value}' for %{option}: expected 0 to 255")                \
   X(lock_key_undefined, "missing KEY")                                                                       \
   X(usage_missing_command, "missing command after KEY")                                                      \
+  X(usage_bad_command_line, "the command line could not be read")                                            \
   X(usage_extra_argument, "unexpected argument '%{value}'")                                                  \
   X(usage_command_twice, "both -c and a command after KEY were given")                                       \
   X(usage_shell_one_word, "%{option} takes exactly one shell command")                                       \

@@ -226,3 +226,110 @@ TEST(Cli, RedisTimingOptionsMustBePositive) {
   EXPECT_NE(usage_error({"-r", "redis://h", "--on-lost", "panic", "k", "true"}), "(no error)");
   EXPECT_EQ(parse({"-r", "redis://h", "--on-lost", "term", "k", "true"}).redis.on_lost, OnLost::term);
 }
+
+// The CLI11 2.1.2 traps the parser is built around (src/cli.cpp, DEPS.md).
+
+TEST(CliTraps, TheCommandsOwnFlagsAreNeverParsed) {
+  // No positionals are declared: prefix_command() hands back KEY and the rest
+  // verbatim, even words CLI11 would take for our options, or split ([a,b]).
+  EXPECT_EQ(parse({"k", "grep", "-w", "--dir=", "--close=true", "-d"}).argv,
+            (Words{"grep", "-w", "--dir=", "--close=true", "-d"}));
+  EXPECT_EQ(parse({"[a,b]", "echo", "[c,d]", "{}"}).key, "[a,b]");
+  EXPECT_EQ(parse({"[a,b]", "echo", "[c,d]", "{}"}).argv, (Words{"echo", "[c,d]", "{}"}));
+  EXPECT_EQ(parse({"k", "--", "--help"}).argv, (Words{"--help"}));
+  EXPECT_EQ(parse({"k", "--help"}).argv, (Words{"--help"}));
+}
+
+TEST(CliTraps, AnEmptyEqualsValueIsAValueNotTheNextWord) {
+  // CLI11 reads "--dir=" as "--dir" and would take KEY for the directory.
+  EXPECT_NE(usage_error({"--dir=", "k", "true"}).find("--dir needs a directory name"), std::string::npos);
+  EXPECT_NE(usage_error({"--wait=", "k", "true"}).find("invalid duration ''"), std::string::npos);
+  EXPECT_NE(usage_error({"-r", "redis://h", "--ttl=", "k", "true"}).find("--ttl ''"), std::string::npos);
+  EXPECT_EQ(parse({"--dir=D", "k", "true"}).dir, "D");
+  EXPECT_EQ(parse({"--dir==", "k", "true"}).dir, "=");
+  // A value that is itself "--x=" loses nothing.
+  EXPECT_EQ(parse({"-c", "--dir=", "k"}).argv, (Words{"/bin/sh", "-c", "--dir="}));
+  EXPECT_EQ(parse({"--command", "--a=b", "k"}).argv, (Words{"/bin/sh", "-c", "--a=b"}));
+}
+
+TEST(CliTraps, FlagsTakeNoValueNotEvenTrue) {
+  for (const char* w : {"--close=yes", "--close=true", "--close=", "--close={}", "--fail-open=1"})
+    EXPECT_NE(usage_error({w, "k", "true"}).find("takes no value"), std::string::npos) << w;
+  EXPECT_EQ(usage_error({"--close=true", "k", "true"}), "option '--close' takes no value");
+}
+
+TEST(CliTraps, ParseErrorsBecomeOurMessages) {
+  // CLI11's own texts and exit codes (1xx) never reach the user.
+  EXPECT_EQ(usage_error({"-w"}), "option '-w' needs a value");
+  EXPECT_EQ(usage_error({"--wait"}), "option '--wait' needs a value");
+  EXPECT_EQ(usage_error({"--timeout"}), "option '--timeout' needs a value");
+  EXPECT_EQ(usage_error({"-nw"}), "option '-w' needs a value");
+  EXPECT_EQ(usage_error({"k", "true", "-d"}), "(no error)");
+  EXPECT_EQ(usage_error({"-d"}), "option '-d' needs a value");
+  EXPECT_EQ(usage_error({"--bogus", "k", "true"}), "unknown option '--bogus'");
+  EXPECT_EQ(usage_error({"--bogus=1", "k", "true"}), "unknown option '--bogus'");
+  EXPECT_EQ(usage_error({"-nZ", "k", "true"}), "unknown option '-Z'");
+  EXPECT_EQ(usage_error({"--non", "k", "true"}), "unknown option '--non'"); // no abbreviations
+  EXPECT_EQ(usage_error({"--help", "--bogus"}), "unknown option '--bogus'");
+}
+
+TEST(CliTraps, GetoptOptionsCli11WouldTakeForKeys) {
+  // CLI11 classifies "-1", "-!" and "---x" as positionals; getopt does not.
+  EXPECT_EQ(usage_error({"-1", "true"}), "unknown option '-1'");
+  EXPECT_EQ(usage_error({"-n1", "true"}), "unknown option '-1'");
+  EXPECT_EQ(usage_error({"-!", "true"}), "unknown option '-!'");
+  EXPECT_EQ(usage_error({"---x=5", "true"}), "unknown option '---x'");
+  EXPECT_EQ(parse({"--", "-1", "true"}).key, "-1");
+  EXPECT_EQ(parse({"-", "true"}).key, "-");
+}
+
+TEST(CliTraps, EnvironmentIsNotAnOptionGiven) {
+  // BUFFERLOCK_TTL does not make --ttl "given": the file backend ignores it,
+  // and with redis the command line still wins.
+  Env env{{{"BUFFERLOCK_TTL", "5"}, {"BUFFERLOCK_WAIT", "3"}}};
+  EXPECT_EQ(parse({"k", "true"}, env).backend, Backend::file);
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "9", "k", "true"}, env).redis.ttl, Nanos(9s));
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}, env).redis.ttl, Nanos(5s));
+  EXPECT_EQ(parse({"-n", "k", "true"}, env).wait, Nanos(0));
+}
+
+TEST(CliTraps, OnlyTheSubcommandsOptionsAreDeclared) {
+  // Cache options are not declared outside cache, yet named as such.
+  EXPECT_EQ(usage_error({"--cache-dir", "x", "k", "true"}), "--cache-dir works only with 'bufferlock cache'");
+  EXPECT_EQ(usage_error({"status", "--gc", "k"}), "--gc works only with 'bufferlock cache'");
+  EXPECT_EQ(parse({"cache", "--cache-dir", "C", "k", "true"}).cache.dir, "C");
+  EXPECT_EQ(parse({"cache", "-d", "D", "k", "true"}).wait, infinite_duration);
+}
+
+TEST(CliTraps, RepeatedOptionsTakeTheLast) {
+  EXPECT_EQ(parse({"-w", "1", "-w", "2", "k", "true"}).wait, Nanos(2s));
+  EXPECT_EQ(parse({"-d", "A", "--dir", "B", "k", "true"}).dir, "B");
+}
+
+TEST(CliHelp, MadeFromTheDeclarations) {
+  const std::string help = help_text(Command::run);
+  for (const char* o : {"-d, --dir DIR", "-w, --wait, --timeout SECONDS", "--ttl SECONDS", "--cache-dir DIR",
+                        "--on-lost warn|term", "-h, --help", "-V, --version", "--list-messages"})
+    EXPECT_NE(help.find(o), std::string::npos) << o;
+  // Defaults and variables come from the same declaration.
+  EXPECT_NE(help.find("(default 60; env BUFFERLOCK_TTL)"), std::string::npos);
+  EXPECT_NE(help.find("(default 75)"), std::string::npos);
+  EXPECT_EQ(help.find("--nb"), std::string::npos); // accepted, not advertised
+  for (const char* group : {"\nBackend:\n", "\nWaiting:\n", "\nExit codes:\n", "\nRunning:\n", "\nRedis:\n",
+                            "\nMessages:\n", "\nExit status:", "\nExamples:\n"})
+    EXPECT_NE(help.find(group), std::string::npos) << group;
+  for (std::size_t at = 0, end; at < help.size(); at = end + 1) {
+    end = help.find('\n', at);
+    const std::string line = help.substr(at, end - at);
+    if (line.starts_with("  bufferlock ") || line.starts_with("  # ")) continue; // usage and examples
+    EXPECT_LE(line.size(), 88u) << line;
+  }
+}
+
+TEST(CliHelp, CacheHelpDescribesCacheOptionsOnly) {
+  const std::string help = help_text(Command::cache);
+  EXPECT_NE(help.find("      --max-age SECONDS"), std::string::npos);
+  EXPECT_EQ(help.find("      --ttl SECONDS"), std::string::npos);
+  EXPECT_EQ(help.find("\nBackend:"), std::string::npos);
+  EXPECT_EQ(help_text(Command::status), help_text(Command::run));
+}
