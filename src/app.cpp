@@ -102,8 +102,10 @@ int cmd_release_or_extend(const Options& o) {
   }
   if (std::get<bool>(result)) return exit_code::ok;
   if (release) {
-    diag::debug_lazy([&] { return message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}}); });
-    return exit_code::ok; // not ours any more: done, as far as we are concerned
+    // Done as far as we are concerned, but whoever held it worked unguarded
+    // for a while: say so (SPEC §7).
+    diag::warn(message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}, {"server", redis.server()}}));
+    return exit_code::ok;
   }
   diag::debug_lazy([&] {
     return message(Msg::redis_lock_lost, {{"key", display_key(o.key)}, {"server", redis.server()}});
