@@ -94,7 +94,7 @@ int cmd_release_or_extend(const Options& o) {
   if (o.token.empty()) throw UsageError(Msg::usage_bad_token, {{"value", o.token}}, o.messages_file);
   redis.use_token(o.token);
   const bool release = o.command == Command::release;
-  auto result = release ? redis.release_token() : redis.extend_token();
+  auto result = redis.retry_within(o.wait, release ? &RedisLock::release_token : &RedisLock::extend_token);
   if (auto* e = std::get_if<RedisError>(&result)) {
     diag::error(message(release ? Msg::redis_unlock_failed : Msg::redis_renew_failed,
                         {{"server", redis.server()}, {"error", e->text}}));

@@ -132,6 +132,28 @@ RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::stri
   return result;
 }
 
+RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)()) {
+  RedisResult<bool> last = false;
+  const bool say_retrying = wait == infinite_duration;
+  poll_until(
+      wait, OnError::retry, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+      [&] {
+        last = (this->*op)();
+        const auto* e = std::get_if<RedisError>(&last);
+        if (!e) return Outcome::acquired(); // done, whatever the answer
+        if (say_retrying && e->transient() && !wait_error_reported_) {
+          wait_error_reported_ = true;
+          diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e->text}}));
+        }
+        return Outcome::failed({}, e->recovery);
+      },
+      [](Nanos d) {
+        const timespec ts = to_timespec(d);
+        ::nanosleep(&ts, nullptr);
+      });
+  return last;
+}
+
 RedisResult<bool> RedisLock::release_token() { return compare_script(release_script, wake_ttl_ms); }
 
 RedisResult<bool> RedisLock::extend_token() { return compare_script(renew_script, ttl_ms_); }

@@ -46,6 +46,10 @@ public:
   // Compare-and-PEXPIRE with our token and the TTL: false when not ours.
   RedisResult<bool> extend_token();
 
+  // For the `release` and `extend` subcommands: `op` (release_token or
+  // extend_token), retrying transient errors as a wait for the lock does.
+  RedisResult<bool> retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)());
+
   // The server as messages name it (no password).
   std::string server() const { return settings_.url.display(); }
 

@@ -260,6 +260,35 @@ assert_all_bufferlock_lines() {
     assert_one_bufferlock_line "lost the lock '$K'" "Redis at $REDIS_URL"
 }
 
+@test "restart: release and extend -w inf wait for a server that comes back" {
+    start_redis_as PRIV
+    run --separate-stderr bl acquire -r "$PRIV_URL" --ttl 60 "$K"
+    assert_success
+    local tok=$output rk
+    rk=$(redis_key "$K")
+    # A restart that keeps the data (SIGTERM with a save).
+    rcli_to PRIV SAVE >/dev/null
+    stop_redis "$PRIV_PID"
+    bl_bg extend -r "$PRIV_URL" -w inf "$K" "$tok"
+    local ext=$BG_PID
+    BG_ERR=$T/rel.err bl_bg release -r "$PRIV_URL" -w inf "$K" "$tok"
+    local rel=$BG_PID
+    sleep 0.5
+    pid_alive "$ext" || fail "extend -w inf gave up: $(cat "$T/bg.err")"
+    pid_alive "$rel" || fail "release -w inf gave up: $(cat "$T/rel.err")"
+    restart_redis PRIV
+    wait_for_exit "$ext" 10 || fail "extend did not finish"
+    wait_for_exit "$rel" 10 || fail "release did not finish"
+    reap "$ext"
+    local ext_status=$REAPED_STATUS
+    reap "$rel"
+    # One of them ran first: extend is 0 before the release, 75 after it.
+    [[ $ext_status == 0 || $ext_status == 75 ]] || fail "extend exited $ext_status"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(rcli_to PRIV EXISTS "$rk")" 0
+    [[ $(cat "$T/rel.err") == *"still trying"* ]] || fail "release stderr: $(cat "$T/rel.err")"
+}
+
 @test "restart: status, acquire, release and extend name Redis and the server in their errors" {
     local port url
     port=$(free_port)
