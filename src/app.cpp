@@ -104,7 +104,8 @@ int cmd_release_or_extend(const Options& o) {
   if (release) {
     // Done as far as we are concerned, but whoever held it worked unguarded
     // for a while: say so (SPEC §7).
-    diag::warn(message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}, {"server", redis.server()}}));
+    diag::warn(
+        message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}, {"server", redis.server()}}));
     return exit_code::ok;
   }
   diag::debug_lazy([&] {

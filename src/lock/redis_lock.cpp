@@ -183,7 +183,8 @@ LockStatus RedisLock::status() {
   auto reply = std::get<RedisConnection*>(conn)->command({"PTTL", key_});
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type != REDIS_REPLY_INTEGER) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+  if (r->type != REDIS_REPLY_INTEGER)
+    return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
   if (r->integer == -2) return {LockState::free, {}, {}};
   if (r->integer == -1) return {LockState::held, " ttl=none", {}};
   return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};

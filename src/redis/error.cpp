@@ -12,9 +12,9 @@ namespace {
 
 // Error codes of a server that is restarting, loading, demoted or between
 // masters: a later try can succeed.
-constexpr std::array transient_codes = {std::string_view("LOADING"),    std::string_view("BUSY"),
-                                        std::string_view("READONLY"),   std::string_view("MASTERDOWN"),
-                                        std::string_view("TRYAGAIN"),   std::string_view("CLUSTERDOWN")};
+constexpr std::array transient_codes = {std::string_view("LOADING"),  std::string_view("BUSY"),
+                                        std::string_view("READONLY"), std::string_view("MASTERDOWN"),
+                                        std::string_view("TRYAGAIN"), std::string_view("CLUSTERDOWN")};
 
 std::string_view first_word(std::string_view text) { return text.substr(0, text.find(' ')); }
 
@@ -53,7 +53,8 @@ RedisError connect_error(int err, std::string_view errstr, int saved_errno) {
     for (int code : {EAI_NONAME, EAI_NODATA, EAI_FAIL, EAI_SERVICE, EAI_FAMILY, EAI_ADDRFAMILY})
       if (errstr == gai_strerror(code)) return redis_error(K::unknown_host, std::string(errstr));
   }
-  if (err == REDIS_ERR_IO && (is_timeout_errno(saved_errno) || errstr.find("timed out") != std::string_view::npos))
+  if (err == REDIS_ERR_IO &&
+      (is_timeout_errno(saved_errno) || errstr.find("timed out") != std::string_view::npos))
     return redis_error(K::timeout, "connect timed out");
   if (err == REDIS_ERR_IO && (saved_errno == EACCES || saved_errno == EPERM))
     return redis_error(K::denied, std::string(errstr));

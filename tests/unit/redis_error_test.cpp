@@ -15,20 +15,22 @@ using namespace std::chrono_literals;
 using K = RedisError::Kind;
 
 TEST(RedisErrorClass, ServerRepliesOfAServerNotReadyYetAreTransient) {
-  for (const char* text : {"LOADING Redis is loading the dataset in memory",
-                           "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-                           "READONLY You can't write against a read only replica.",
-                           "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
-                           "TRYAGAIN Multiple keys request during rehashing of slot", "CLUSTERDOWN The cluster is down"})
+  for (const char* text :
+       {"LOADING Redis is loading the dataset in memory",
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        "READONLY You can't write against a read only replica.",
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        "TRYAGAIN Multiple keys request during rehashing of slot", "CLUSTERDOWN The cluster is down"})
     EXPECT_EQ(classify(K::server, text), Recovery::transient) << text;
 }
 
 TEST(RedisErrorClass, RefusedCredentialsDatabasesAndScriptsArePermanent) {
-  for (const char* text : {"WRONGPASS invalid username-password pair or user is disabled.",
-                           "NOAUTH Authentication required.", "ERR invalid password",
-                           "ERR DB index is out of range", "NOPERM this user has no permissions to run the 'eval' command",
-                           "ERR unknown command 'EVALSHA'", "OOM command not allowed when used memory > 'maxmemory'.",
-                           "BUSYKEY Target key name already exists.", ""})
+  for (const char* text :
+       {"WRONGPASS invalid username-password pair or user is disabled.", "NOAUTH Authentication required.",
+        "ERR invalid password", "ERR DB index is out of range",
+        "NOPERM this user has no permissions to run the 'eval' command", "ERR unknown command 'EVALSHA'",
+        "OOM command not allowed when used memory > 'maxmemory'.", "BUSYKEY Target key name already exists.",
+        ""})
     EXPECT_EQ(classify(K::server, text), Recovery::permanent) << text;
 }
 

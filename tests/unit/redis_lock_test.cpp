@@ -102,8 +102,7 @@ TEST(PollUntil, StopsAtAcquired) {
   int calls = 0;
   const Outcome o = poll_until(
       1s, OnError::retry, Backoff(1ms, 2.0, 4ms),
-      [&] { return ++calls == 3 ? Outcome::acquired() : Outcome::busy(); },
-      [](Nanos) {});
+      [&] { return ++calls == 3 ? Outcome::acquired() : Outcome::busy(); }, [](Nanos) {});
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(o.status, AcquireStatus::acquired);
 }
