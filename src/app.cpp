@@ -94,7 +94,7 @@ int cmd_release_or_extend(const Options& o) {
   if (o.token.empty()) throw UsageError(Msg::usage_bad_token, {{"value", o.token}}, o.messages_file);
   redis.use_token(o.token);
   const bool release = o.command == Command::release;
-  auto result = release ? redis.release_token() : redis.extend_token();
+  auto result = redis.retry_within(o.wait, release ? &RedisLock::release_token : &RedisLock::extend_token);
   if (auto* e = std::get_if<RedisError>(&result)) {
     diag::error(message(release ? Msg::redis_unlock_failed : Msg::redis_renew_failed,
                         {{"server", redis.server()}, {"error", e->text}}));
@@ -102,8 +102,11 @@ int cmd_release_or_extend(const Options& o) {
   }
   if (std::get<bool>(result)) return exit_code::ok;
   if (release) {
-    diag::debug_lazy([&] { return message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}}); });
-    return exit_code::ok; // not ours any more: done, as far as we are concerned
+    // Done as far as we are concerned, but whoever held it worked unguarded
+    // for a while: say so (SPEC §7).
+    diag::warn(
+        message(Msg::redis_released_not_ours, {{"key", display_key(o.key)}, {"server", redis.server()}}));
+    return exit_code::ok;
   }
   diag::debug_lazy([&] {
     return message(Msg::redis_lock_lost, {{"key", display_key(o.key)}, {"server", redis.server()}});

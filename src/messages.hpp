@@ -69,15 +69,19 @@ namespace bufferlock {
   X(exec_failed, "cannot run %{command}: %{error}")                                                          \
   X(fork_failed, "cannot start %{command}: %{error}")                                                        \
   X(status_failed, "cannot read the state of %{path}: %{error}")                                             \
-  X(redis_lock_failed, "cannot take the lock on %{server}: %{error}")                                        \
-  X(redis_unlock_failed, "cannot release the lock on %{server}: %{error}")                                   \
-  X(redis_renew_failed, "cannot renew the lock on %{server}: %{error}")                                      \
-  X(redis_status_failed, "cannot read the lock on %{server}: %{error}")                                      \
-  X(redis_lock_lost, "lost the lock '%{key}' on %{server}: it expired or another holder took it")            \
-  X(redis_lock_lost_term, "lost the lock '%{key}' on %{server}; sending the command SIGTERM")                \
+  X(redis_lock_failed, "cannot take the lock: Redis at %{server}: %{error}")                                 \
+  X(redis_wait_retrying, "cannot reach Redis at %{server}: %{error}; still trying (--wait inf)")             \
+  X(redis_unlock_failed, "cannot release the lock: Redis at %{server}: %{error}")                            \
+  X(redis_renew_failed, "cannot renew the lock: Redis at %{server}: %{error}")                               \
+  X(redis_renew_retrying,                                                                                    \
+    "cannot renew the lock: Redis at %{server}: %{error}; retrying while the lock may still be ours")        \
+  X(redis_status_failed, "cannot read the lock: Redis at %{server}: %{error}")                               \
+  X(redis_lock_lost, "lost the lock '%{key}' on Redis at %{server}: it expired or another holder took it")   \
+  X(redis_lock_lost_term, "lost the lock '%{key}' on Redis at %{server}; sending the command SIGTERM")       \
   X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                           \
   X(redis_token_failed, "cannot make a lock token: %{error}")                                                \
-  X(redis_released_not_ours, "'%{key}' was no longer ours on release (expired or taken over)")               \
+  X(redis_released_not_ours,                                                                                 \
+    "lost the lock '%{key}' on Redis at %{server}: at release it had expired or another holder had it")      \
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \

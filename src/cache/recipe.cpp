@@ -174,7 +174,7 @@ int cache_main(const Options& o) {
   const std::unique_ptr<Lock> lock = make_lock(o, store.dir() + "/locks");
   if (have && age == Freshness::stale) {
     // Somebody rebuilding already? Then the stale entry will do.
-    const Outcome tried = lock->acquire(Nanos(0));
+    const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
     if (tried.status == AcquireStatus::busy) return serve(o, store, found.entry);
     if (tried.status == AcquireStatus::acquired) {
       if (o.cache.background) {

@@ -49,7 +49,11 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
 
 Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
   const Nanos start = monotonic_now();
-  const Outcome outcome = lock.acquire(o.wait);
+  // --fail-open means running without the lock when the backend fails; an
+  // infinite wait that retried a dead backend would never get there.
+  const bool fail_open = o.fail_open && (o.command == Command::run || o.command == Command::cache);
+  const Outcome outcome =
+      lock.acquire(o.wait, fail_open && o.wait == infinite_duration ? OnError::stop : OnError::retry);
   switch (outcome.status) {
   case AcquireStatus::acquired:
     diag::debug_lazy([&] {
@@ -63,7 +67,7 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
     exit_status = o.busy_exit;
     return Taken::stop;
   case AcquireStatus::error:
-    if (o.fail_open && (o.command == Command::run || o.command == Command::cache)) {
+    if (fail_open) {
       diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
       return Taken::unlocked;
     }

@@ -21,15 +21,16 @@ Nanos jittered(Nanos d, std::uint32_t random) {
   return Nanos(half + spread);
 }
 
-Outcome poll_until(Nanos wait, Backoff backoff, const std::function<Outcome()>& attempt,
+Outcome poll_until(Nanos wait, OnError on_error, Backoff backoff, const std::function<Outcome()>& attempt,
                    const std::function<void(Nanos)>& pause) {
   const Nanos deadline = deadline_after(wait);
   for (;;) {
     Outcome outcome = attempt();
     if (outcome.status == AcquireStatus::acquired || wait.count() <= 0) return outcome;
-    // Errors are retried until a deadline; a wait without one would retry a
-    // dead server for ever, so it ends at the first error.
-    if (outcome.status == AcquireStatus::error && wait == infinite_duration) return outcome;
+    // Waiting cannot mend a wrong password or an unknown host.
+    if (outcome.status == AcquireStatus::error &&
+        (outcome.recovery == Recovery::permanent || on_error == OnError::stop))
+      return outcome;
     const Nanos now = monotonic_now();
     if (now >= deadline) return outcome;
     const Nanos sleep = std::min(jittered(backoff.next(), random_u32()), deadline - now);

@@ -27,11 +27,12 @@ private:
 // started together do not keep asking together.
 Nanos jittered(Nanos d, std::uint32_t random);
 
-// Calls `attempt` until it acquires or `wait` has passed, pausing between
-// attempts with `pause` (which may return early, when woken). An error is
-// retried like busy (SPEC §7); when the time is up, the last outcome counts.
-// An infinite wait ends at the first error instead of retrying for ever.
-Outcome poll_until(Nanos wait, Backoff backoff, const std::function<Outcome()>& attempt,
+// Calls `attempt` until it acquires or `wait` has passed (infinite_duration:
+// for ever), pausing between attempts with `pause` (which may return early,
+// when woken). A transient error is retried like busy (SPEC §7) unless
+// `on_error` is stop; a permanent one ends the wait at once. When the time is
+// up, the last outcome counts.
+Outcome poll_until(Nanos wait, OnError on_error, Backoff backoff, const std::function<Outcome()>& attempt,
                    const std::function<void(Nanos)>& pause);
 
 } // namespace bufferlock

@@ -112,12 +112,13 @@ std::optional<std::string> FileLock::open_lock_file() {
   return std::nullopt;
 }
 
-Outcome FileLock::acquire(Nanos wait) {
-  if (auto error = open_lock_file()) return Outcome::failed(std::move(*error));
+Outcome FileLock::acquire(Nanos wait, OnError /*on_error: flock errors are all permanent*/) {
+  if (auto error = open_lock_file()) return Outcome::failed(std::move(*error), Recovery::permanent);
   const int op = mode_ == LockMode::shared ? LOCK_SH : LOCK_EX;
   auto lock_error = [&](int err) {
     fd_.reset();
-    return Outcome::failed(message(Msg::lock_failed, {{"path", path_}, {"error", errno_text(err)}}));
+    return Outcome::failed(message(Msg::lock_failed, {{"path", path_}, {"error", errno_text(err)}}),
+                           Recovery::permanent);
   };
 
   if (::flock(fd_.get(), op | LOCK_NB) == 0) return Outcome::acquired();

@@ -33,7 +33,7 @@ public:
   // Opens the lock file, creating the directory and file when needed, and
   // locks it: at once, or waiting up to `wait` blocked in the kernel (so the
   // lock is ours as soon as it is released), or for ever with infinite_duration.
-  Outcome acquire(Nanos wait) override;
+  Outcome acquire(Nanos wait, OnError on_error) override;
 
   // Closing is what frees a flock lock.
   void release() override;

@@ -25,8 +25,9 @@ public:
   virtual ~Lock() = default;
 
   // Takes the lock: one try when `wait` is 0, else until it is ours or `wait`
-  // has passed (infinite_duration: for ever).
-  virtual Outcome acquire(Nanos wait) = 0;
+  // has passed (infinite_duration: for ever), retrying transient errors
+  // meanwhile as `on_error` says.
+  virtual Outcome acquire(Nanos wait, OnError on_error) = 0;
 
   // Frees a lock taken by acquire. A failure is a warning, printed here: the
   // command has run, and the backend frees the lock by itself in the end.

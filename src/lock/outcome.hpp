@@ -2,19 +2,27 @@
 // "the backend is down" are expected outcomes, not exceptions.
 #pragma once
 
+#include "util/recovery.hpp"
+
 #include <string>
 
 namespace bufferlock {
 
 enum class AcquireStatus { acquired, busy, error };
 
+// What a wait does with a transient error: retry it until the deadline (the
+// default), or end at once (--fail-open under an infinite wait, which would
+// otherwise never fail open).
+enum class OnError { retry, stop };
+
 struct Outcome {
   AcquireStatus status;
-  std::string error; // with status error: the message to print (no prefix)
+  std::string error;                       // with status error: the message to print (no prefix)
+  Recovery recovery = Recovery::permanent; // with status error: whether waiting can mend it
 
   static Outcome acquired() { return {AcquireStatus::acquired, {}}; }
   static Outcome busy() { return {AcquireStatus::busy, {}}; }
-  static Outcome failed(std::string why) { return {AcquireStatus::error, std::move(why)}; }
+  static Outcome failed(std::string why, Recovery r) { return {AcquireStatus::error, std::move(why), r}; }
 };
 
 } // namespace bufferlock

@@ -51,20 +51,26 @@ void RedisLock::drop_connection_after(const RedisError& e) {
   if (e.kind != RedisError::Kind::server) conn_.reset();
 }
 
-Outcome RedisLock::try_once() {
+Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_error) {
+  const Nanos started = monotonic_now();
   auto conn = connection();
   auto failed = [&](const RedisError& e) {
     drop_connection_after(e);
-    return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}));
+    on_error(e);
+    return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}),
+                           e.recovery);
   };
   if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
   auto reply =
       run_script(*std::get<RedisConnection*>(conn), acquire_script, key_, wake_key_, token_, ttl_ms_);
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") return Outcome::acquired();
+  if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") {
+    confirmed_at_ = started; // the TTL started no earlier than this
+    return Outcome::acquired();
+  }
   if (r->type == REDIS_REPLY_NIL) return Outcome::busy();
-  return failed({RedisError::Kind::server, "unexpected reply to the acquire script"});
+  return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to the acquire script"));
 }
 
 void RedisLock::pause(Nanos d) {
@@ -78,7 +84,7 @@ void RedisLock::pause(Nanos d) {
     if (auto* e = std::get_if<RedisError>(&reply)) {
       drop_connection_after(*e);
       // A server before 6.0 takes whole seconds only: poll from now on.
-      if (e->kind == RedisError::Kind::server) wake_by_list_ = false;
+      if (e->kind == RedisError::Kind::server && !e->transient()) wake_by_list_ = false;
     } else {
       return;
     }
@@ -87,25 +93,65 @@ void RedisLock::pause(Nanos d) {
   ::nanosleep(&ts, nullptr);
 }
 
-Outcome RedisLock::acquire(Nanos wait) {
+Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
   if (token_.empty()) token_ = random_token();
   if (token_.empty())
-    return Outcome::failed(message(Msg::redis_token_failed, {{"error", errno_text(errno)}}));
+    return Outcome::failed(message(Msg::redis_token_failed, {{"error", errno_text(errno)}}),
+                           Recovery::permanent);
+  // A finite wait ends with the error if Redis stays away; an infinite one
+  // would be silent for as long as it does: say once why we are still waiting.
+  const bool say_retrying = wait == infinite_duration && on_error == OnError::retry;
+  const auto on_attempt_error = [this, say_retrying](const RedisError& e) {
+    if (!say_retrying || !e.transient() || wait_error_reported_) return;
+    wait_error_reported_ = true;
+    diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e.text}}));
+  };
   return poll_until(
-      wait, Backoff(settings_.step, settings_.ratio, settings_.max_step), [this] { return try_once(); },
-      [this](Nanos d) { pause(d); });
+      wait, on_error, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+      [&] { return try_once(on_attempt_error); }, [this](Nanos d) { pause(d); });
 }
 
 RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
-  auto conn = connection();
-  if (auto* e = std::get_if<RedisError>(&conn)) return *e;
-  auto reply = run_script(*std::get<RedisConnection*>(conn), script, key_, wake_key_, token_, ms);
-  if (auto* e = std::get_if<RedisError>(&reply)) {
-    drop_connection_after(*e);
-    return *e;
-  }
-  const redisReply* r = std::get<RedisReply>(reply).get();
-  return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  auto once = [&]() -> RedisResult<bool> {
+    auto conn = connection();
+    if (auto* e = std::get_if<RedisError>(&conn)) return *e;
+    auto reply = run_script(*std::get<RedisConnection*>(conn), script, key_, wake_key_, token_, ms);
+    if (auto* e = std::get_if<RedisError>(&reply)) {
+      drop_connection_after(*e);
+      return *e;
+    }
+    const redisReply* r = std::get<RedisReply>(reply).get();
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  };
+  const bool reused = conn_ && !conn_->broken();
+  auto result = once();
+  // A kept connection may have been closed since its last use (a restart,
+  // the server's idle timeout): that says nothing about the server now.
+  if (const auto* e = std::get_if<RedisError>(&result); e && reused && e->kind == RedisError::Kind::dropped)
+    result = once();
+  return result;
+}
+
+RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)()) {
+  RedisResult<bool> last = false;
+  const bool say_retrying = wait == infinite_duration;
+  poll_until(
+      wait, OnError::retry, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+      [&] {
+        last = (this->*op)();
+        const auto* e = std::get_if<RedisError>(&last);
+        if (!e) return Outcome::acquired(); // done, whatever the answer
+        if (say_retrying && e->transient() && !wait_error_reported_) {
+          wait_error_reported_ = true;
+          diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e->text}}));
+        }
+        return Outcome::failed({}, e->recovery);
+      },
+      [](Nanos d) {
+        const timespec ts = to_timespec(d);
+        ::nanosleep(&ts, nullptr);
+      });
+  return last;
 }
 
 RedisResult<bool> RedisLock::release_token() { return compare_script(release_script, wake_ttl_ms); }
@@ -118,7 +164,9 @@ void RedisLock::release() {
   if (auto* e = std::get_if<RedisError>(&released)) {
     diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
   } else if (!std::get<bool>(released)) {
-    diag::debug_lazy([&] { return message(Msg::redis_released_not_ours, {{"key", display_key_}}); });
+    // The command ran (part of) its critical section without the lock: that
+    // must not pass unnoticed (SPEC §7).
+    diag::warn(message(Msg::redis_released_not_ours, {{"key", display_key_}, {"server", server()}}));
   } else {
     diag::debug_lazy([&] { return message(Msg::lock_released, {{"key", display_key_}}); });
   }
@@ -135,7 +183,8 @@ LockStatus RedisLock::status() {
   auto reply = std::get<RedisConnection*>(conn)->command({"PTTL", key_});
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type != REDIS_REPLY_INTEGER) return failed({RedisError::Kind::server, "unexpected reply to PTTL"});
+  if (r->type != REDIS_REPLY_INTEGER)
+    return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
   if (r->integer == -2) return {LockState::free, {}, {}};
   if (r->integer == -1) return {LockState::held, " ttl=none", {}};
   return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};
@@ -163,7 +212,6 @@ std::optional<Ticker> RedisLock::keepalive() {
 }
 
 Nanos RedisLock::renew(pid_t child) {
-  const Nanos interval = renew_interval();
   if (lost_) {
     // The only thing left to do: SIGKILL a command that ignored SIGTERM.
     if (kill_pending_) {
@@ -173,16 +221,31 @@ Nanos RedisLock::renew(pid_t child) {
     }
     return infinite_duration;
   }
+  const Nanos started = monotonic_now();
   auto renewed = extend_token();
-  if (auto* e = std::get_if<RedisError>(&renewed)) {
-    // Keep trying: the lock survives a short outage as long as its TTL runs.
-    if (!renew_error_reported_)
-      diag::warn(message(Msg::redis_renew_failed, {{"server", server()}, {"error", e->text}}));
-    renew_error_reported_ = true;
-    return interval;
-  }
+  if (auto* e = std::get_if<RedisError>(&renewed)) return renew_failed(child, *e);
+  if (!std::get<bool>(renewed)) return lost(child);
+  confirmed_at_ = started;
+  renew_retry_.reset();
   renew_error_reported_ = false;
-  if (std::get<bool>(renewed)) return interval;
+  return renew_interval();
+}
+
+Nanos RedisLock::renew_failed(pid_t child, const RedisError& e) {
+  // The lock may outlive an outage while its TTL runs: keep trying until
+  // then, with the waiting back-off rather than a TTL/3 later, so that a lock
+  // lost to a restart is found lost as soon as Redis answers again.
+  const Nanos now = monotonic_now();
+  const Nanos expires = confirmed_at_ + settings_.ttl;
+  if (now >= expires) return lost(child);
+  if (!renew_error_reported_)
+    diag::warn(message(Msg::redis_renew_retrying, {{"server", server()}, {"error", e.text}}));
+  renew_error_reported_ = true;
+  if (!renew_retry_) renew_retry_.emplace(settings_.step, settings_.ratio, settings_.max_step);
+  return std::max(Nanos(1'000'000), std::min(jittered(renew_retry_->next(), random_u32()), expires - now));
+}
+
+Nanos RedisLock::lost(pid_t child) {
   lost_ = true;
   if (settings_.on_lost == OnLost::warn) {
     diag::warn(message(Msg::redis_lock_lost, {{"key", display_key_}, {"server", server()}}));

@@ -21,36 +21,28 @@ timeval to_timeval(Nanos d) {
 }
 
 RedisError reply_error(const redisReply* r) {
-  return {RedisError::Kind::server, std::string(r->str, r->len)};
+  return redis_error(RedisError::Kind::server, std::string(r->str, r->len));
 }
 
 } // namespace
 
 RedisError RedisConnection::context_error(int saved_errno) {
   broken_ = true;
-  if (ctx_->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))
-    return {RedisError::Kind::timeout, "no answer within the timeout"};
-  if (ctx_->err == REDIS_ERR_EOF) return {RedisError::Kind::io, "the server closed the connection"};
-  return {RedisError::Kind::io, ctx_->errstr};
+  return io_error(ctx_->err, ctx_->errstr, saved_errno);
 }
 
 RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
                                                    const std::optional<std::string>& password,
                                                    RedisTimeouts timeouts) {
   const timeval connect_tv = to_timeval(timeouts.connect);
+  errno = 0;
   redisContext* raw = url.transport == RedisUrl::Transport::unix_socket
                           ? redisConnectUnixWithTimeout(url.socket_path.c_str(), connect_tv)
                           : redisConnectWithTimeout(url.host.c_str(), url.port, connect_tv);
   const int saved_errno = errno;
-  if (raw == nullptr) return RedisError{RedisError::Kind::connect, "out of memory"};
+  if (raw == nullptr) return redis_error(RedisError::Kind::unreachable, "out of memory");
   RedisConnection conn(raw);
-  if (raw->err) {
-    std::string why = raw->errstr;
-    if (raw->err == REDIS_ERR_IO &&
-        (saved_errno == EAGAIN || saved_errno == EINPROGRESS || why.find("timed out") != std::string::npos))
-      return RedisError{RedisError::Kind::timeout, "connect timed out"};
-    return RedisError{RedisError::Kind::connect, why};
-  }
+  if (raw->err) return connect_error(raw->err, raw->errstr, saved_errno);
   // hiredis 0.14 has no cloexec option: the command must not inherit the socket.
   ::fcntl(raw->fd, F_SETFD, FD_CLOEXEC);
   // hiredis' connect timeout does not bound reads: always set this one.
@@ -81,7 +73,7 @@ RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
     if (redisGetReply(raw, &reply) != REDIS_OK) return conn.context_error(errno);
     RedisReply r(static_cast<redisReply*>(reply));
     if (r->type == REDIS_REPLY_ERROR) {
-      RedisError e = reply_error(r.get());
+      RedisError e = reply_error(r.get()); // classified by its code: LOADING heals, WRONGPASS does not
       e.text = (cmd[0] == "AUTH" ? "authentication failed: " : "cannot select the database: ") + e.text;
       return e;
     }
@@ -90,7 +82,7 @@ RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
 }
 
 RedisResult<RedisReply> RedisConnection::command(std::initializer_list<std::string_view> args) {
-  if (broken_) return RedisError{RedisError::Kind::io, "connection already failed"};
+  if (broken_) return redis_error(RedisError::Kind::dropped, "connection already failed");
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (auto a : args) {

@@ -2,6 +2,7 @@
 // replies, timeouts on connect and on every read/write, AUTH and SELECT.
 #pragma once
 
+#include "redis/error.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 
@@ -15,12 +16,6 @@
 #include <variant>
 
 namespace bufferlock {
-
-struct RedisError {
-  enum class Kind { connect, timeout, io, server };
-  Kind kind;
-  std::string text; // the reason, never with the password
-};
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const { freeReplyObject(r); }
@@ -41,8 +36,8 @@ public:
   static RedisResult<RedisConnection> open(const RedisUrl& url, const std::optional<std::string>& password,
                                            RedisTimeouts timeouts);
 
-  // Sends one command and reads its reply. An error reply comes back as
-  // RedisError{server}. After a connection error the connection is broken
+  // Sends one command and reads its reply. An error reply comes back as a
+  // RedisError of kind server. After a connection error the connection is broken
   // for good (hiredis errors are sticky): check broken() and open anew.
   RedisResult<RedisReply> command(std::initializer_list<std::string_view> args);
 

@@ -15,9 +15,14 @@ struct RedisScript {
   std::string_view sha1;
 };
 
-// SET lock token NX PX ms: status OK when taken, nil when held.
-inline constexpr RedisScript acquire_script{"return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
-                                            "226967c76309c00f5ef247eb6d9414b32c257658"};
+// SET lock token NX PX ms: status OK when taken, nil when held. A key that
+// already holds our token is ours too: an attempt that timed out can still
+// have run on the server once it answered again, and the retry (with the same
+// token) must not then wait for our own lock to expire.
+inline constexpr RedisScript acquire_script{
+    "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[1], "
+    "'PX', ARGV[2]) end return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+    "513f545b99b4965142b2c95d1c7e81972dcdc30f"};
 
 // Compare-and-delete: deletes the lock only if it still holds our token, and
 // then wakes one waiter through a short-lived list (the wake key, expiring

@@ -163,7 +163,7 @@ std::string RedisUrl::display() const {
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  std::string s;
+  std::string s = "redis://";
   if (!user.empty()) s.append(user).append("@");
   const bool ipv6 = host.find(':') != std::string::npos;
   if (ipv6) s.append("[");

@@ -19,8 +19,8 @@ struct RedisUrl {
   std::string user;                    // empty: the default user
   std::optional<std::string> password; // from the URL, percent-decoded
 
-  // The server as messages name it, never with the password: "127.0.0.1:6379/0",
-  // "unix:///run/redis.sock?db=2", "user@host:6379/0".
+  // The server as messages name it, never with the password: "redis://127.0.0.1:6379/0",
+  // "unix:///run/redis.sock?db=2", "redis://user@host:6379/0".
   std::string display() const;
 };
 

@@ -274,6 +274,27 @@ restart_redis() {
     return 1
 }
 
+# start_redis_at NAME PORT [ARGS...]: a server on exactly PORT (one that a
+# client is already trying).  Returns 1 when PORT was taken meanwhile.
+start_redis_at() {
+    local name=$1 port=$2 dir
+    shift 2
+    dir=$(mktemp -d "$(_redis_base_dir)/redis.XXXXXX")
+    _redis_spawn "$dir" "$port" "" "$@" || return 1
+    _redis_set_vars "$name" "$port" "$_REDIS_SPAWNED_PID" "$dir" "" "$@"
+}
+
+# shutdown_restart_redis NAME: SHUTDOWN NOSAVE (a clean restart as an operator
+# does it: clients see their connections closed), then start the server again
+# on the same port with the same arguments.  All keys are gone.
+shutdown_restart_redis() {
+    local -n _sr_pid_ref="$1_PID"
+    local pid=$_sr_pid_ref
+    rcli_to "$1" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait_for_exit "$pid" 5 || true
+    restart_redis "$1" # stops it by PID if it is still there
+}
+
 # kill_redis NAME: SIGKILL NAME's server (a crash) and reap it.
 kill_redis() {
     local -n _pid_ref="$1_PID"

@@ -72,7 +72,8 @@ TEST(PollUntil, ErrorsAreRetriedAndTheLastOutcomeCounts) {
   int calls = 0;
   std::vector<Nanos> pauses;
   const Outcome o = poll_until(
-      50ms, Backoff(1ms, 2.0, 4ms), [&] { return ++calls % 2 ? Outcome::failed("down") : Outcome::busy(); },
+      50ms, OnError::retry, Backoff(1ms, 2.0, 4ms),
+      [&] { return ++calls % 2 ? Outcome::failed("down", Recovery::transient) : Outcome::busy(); },
       [&](Nanos d) {
         pauses.push_back(d);
         const timespec ts{0, static_cast<long>(d.count())};
@@ -87,7 +88,7 @@ TEST(PollUntil, ErrorsAreRetriedAndTheLastOutcomeCounts) {
 TEST(PollUntil, NoWaitMeansOneTry) {
   int calls = 0;
   const Outcome o = poll_until(
-      Nanos(0), Backoff(1ms, 2.0, 4ms),
+      Nanos(0), OnError::retry, Backoff(1ms, 2.0, 4ms),
       [&] {
         ++calls;
         return Outcome::busy();
@@ -100,8 +101,8 @@ TEST(PollUntil, NoWaitMeansOneTry) {
 TEST(PollUntil, StopsAtAcquired) {
   int calls = 0;
   const Outcome o = poll_until(
-      1s, Backoff(1ms, 2.0, 4ms), [&] { return ++calls == 3 ? Outcome::acquired() : Outcome::busy(); },
-      [](Nanos) {});
+      1s, OnError::retry, Backoff(1ms, 2.0, 4ms),
+      [&] { return ++calls == 3 ? Outcome::acquired() : Outcome::busy(); }, [](Nanos) {});
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(o.status, AcquireStatus::acquired);
 }

@@ -45,7 +45,7 @@ TEST(RedisUrl, Ipv6) {
   const RedisUrl u = good("redis://[::1]:7000/2");
   EXPECT_EQ(u.host, "::1");
   EXPECT_EQ(u.port, 7000);
-  EXPECT_EQ(u.display(), "[::1]:7000/2");
+  EXPECT_EQ(u.display(), "redis://[::1]:7000/2");
 }
 
 TEST(RedisUrl, UnixSocket) {
@@ -89,5 +89,5 @@ TEST(RedisUrl, RedactionHidesPasswordsOnly) {
   EXPECT_EQ(redact_url("redis://alice@h"), "redis://alice@h");
   EXPECT_EQ(redact_url("redis://h:6379"), "redis://h:6379");
   EXPECT_EQ(redact_url("garbage:pw@host"), "garbage:***@host");
-  EXPECT_EQ(good("redis://alice:pw@h").display(), "alice@h:6379/0");
+  EXPECT_EQ(good("redis://alice:pw@h").display(), "redis://alice@h:6379/0");
 }

@@ -1,0 +1,47 @@
+// What can go wrong talking to Redis, and whether waiting can mend it. The
+// classification is made here and nowhere else, so that every Redis path
+// (run, acquire/release/extend, status, cache locks, and later transports and
+// topologies) retries the same errors (SPEC §7).
+#pragma once
+
+#include "util/recovery.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace bufferlock {
+
+struct RedisError {
+  enum class Kind {
+    unreachable,  // connect refused, no route, no socket file: a server (re)starting
+    dropped,      // an open connection closed or reset by the server
+    timeout,      // no connection or no answer within the timeouts
+    unknown_host, // the host name does not resolve
+    denied,       // the OS refused access (a unix socket's permissions)
+    server,       // an error reply (text begins with its code: READONLY, WRONGPASS, ...)
+    protocol,     // a reply that is not what the command returns
+  };
+  Kind kind;
+  std::string text; // the reason, never with the password
+  Recovery recovery;
+
+  bool transient() const { return recovery == Recovery::transient; }
+};
+
+// The one classification. Error replies are transient when the server says
+// it is not ready yet or not a master now (LOADING, BUSY, READONLY,
+// MASTERDOWN, TRYAGAIN, CLUSTERDOWN) and permanent otherwise (WRONGPASS,
+// NOAUTH, NOPERM, ERR ...: a password, a database or a script refused).
+Recovery classify(RedisError::Kind kind, std::string_view text);
+
+// A RedisError with its recovery filled in by classify().
+RedisError redis_error(RedisError::Kind kind, std::string text);
+
+// The error of a failed hiredis connect: `err` and `errstr` of the context,
+// `saved_errno` the errno right after the call.
+RedisError connect_error(int err, std::string_view errstr, int saved_errno);
+
+// The error of a failed read or write on an open hiredis connection.
+RedisError io_error(int err, std::string_view errstr, int saved_errno);
+
+} // namespace bufferlock

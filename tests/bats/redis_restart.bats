@@ -1,0 +1,341 @@
+#!/usr/bin/env bats
+# Redis restarts and failovers (SPEC §7): `--wait inf` rides out what can
+# heal and ends at once on what cannot; renewal reconnects at once; a lost
+# lock is always reported.
+
+load redis_helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() { redis_setup; }
+teardown() { redis_teardown; }
+
+# count_matches TEXT SUBSTRING: how many lines of TEXT contain SUBSTRING.
+count_matches() {
+    local n=0 line
+    while IFS= read -r line; do
+        [[ $line == *"$2"* ]] && n=$((n + 1))
+    done <<<"$1"
+    printf '%s\n' "$n"
+}
+
+# assert_all_bufferlock_lines TEXT: every line of TEXT starts with "bufferlock: ".
+assert_all_bufferlock_lines() {
+    ! grep -qv '^bufferlock: ' <<<"$1" || fail "stray stderr lines: $1"
+}
+
+# --- --wait inf: transient errors are retried ---------------------------------------
+
+@test "restart: -w inf against a port where Redis starts 1.5 s later runs, exit 0, one warning" {
+    local port
+    port=$(free_port)
+    bl_bg -r "redis://127.0.0.1:$port/0" -w inf "$K" sh -c 'echo ran > "$0"' "$T/ran"
+    sleep 1.5
+    pid_alive "$BG_PID" || fail "bufferlock -w inf gave up on a refused connection: $(cat "$T/bg.err")"
+    start_redis_at LATE "$port" || skip "port $port was taken by another process meanwhile"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish once Redis was up"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_file_exists "$T/ran"
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err == 'bufferlock: '* && $err != *$'\n'* ]] || fail "expected exactly one warning, got: $err"
+    [[ $err == *"Redis at redis://127.0.0.1:$port/0"* && $err == *"Connection refused"* ]] || fail "stderr: $err"
+    [[ $err == *"still trying"* ]] || fail "the warning does not say it keeps trying: $err"
+    assert_equal "$(rcli_to LATE EXISTS "$(redis_key "$K")")" 0
+}
+
+@test "restart: -q silences the -w inf warning" {
+    local port
+    port=$(free_port)
+    bl_bg -q -r "redis://127.0.0.1:$port/0" -w inf "$K" true
+    sleep 0.5
+    start_redis_at LATE "$port" || skip "port $port was taken by another process meanwhile"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish once Redis was up"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.err")" ""
+}
+
+@test "restart: cache --redis (default wait inf) against Redis starting 1.5 s later builds, one warning" {
+    local port
+    port=$(free_port)
+    bl_bg cache --cache-dir "$T/cache" -r "redis://127.0.0.1:$port/0" "$K" echo built
+    sleep 1.5
+    pid_alive "$BG_PID" || fail "cache gave up on a refused connection: $(cat "$T/bg.err")"
+    start_redis_at LATE "$port" || skip "port $port was taken by another process meanwhile"
+    wait_for_exit "$BG_PID" 10 || fail "cache did not finish once Redis was up"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.out")" built
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err == 'bufferlock: '* && $err != *$'\n'* ]] || fail "expected exactly one warning, got: $err"
+    [[ $err == *"Redis at redis://127.0.0.1:$port/0"*"still trying"* ]] || fail "stderr: $err"
+}
+
+@test "restart: -w inf waits on a READONLY replica until it is promoted" {
+    start_redis_as MASTER
+    start_replica_as REPL "$MASTER_PORT"
+    bl_bg -r "$REPL_URL" -w inf "$K" sh -c 'echo ran > "$0"' "$T/ran"
+    sleep 0.5
+    pid_alive "$BG_PID" || fail "bufferlock -w inf gave up on READONLY: $(cat "$T/bg.err")"
+    # The failover: the replica becomes a master.
+    assert_equal "$(rcli_to REPL REPLICAOF NO ONE)" OK
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not take the lock on the promoted server"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_file_exists "$T/ran"
+    [[ $(cat "$T/bg.err") == *READONLY*"still trying"* ]] || fail "stderr: $(cat "$T/bg.err")"
+}
+
+# --- errors that waiting cannot mend --------------------------------------------------
+
+@test "restart: -w inf with a wrong password gives 69 at once, one line, no password shown" {
+    start_redis_as AUTHED --requirepass right-secret
+    local t0 ms
+    t0=$(now_us)
+    run --separate-stderr bl -r "redis://:wrong-secret@127.0.0.1:$AUTHED_PORT/0" -w inf "$K" touch "$T/ran"
+    ms=$(elapsed_ms "$t0")
+    assert_failure 69
+    assert_one_bufferlock_line "Redis at redis://127.0.0.1:$AUTHED_PORT/0" WRONGPASS
+    assert_no_secret wrong-secret
+    assert_file_not_exists "$T/ran"
+    ((ms < 2500)) || fail "took $ms ms"
+}
+
+@test "restart: -w inf without the password a server wants (NOAUTH), and a finite wait, end at once" {
+    start_redis_as AUTHED --requirepass right-secret
+    local t0 ms
+    t0=$(now_us)
+    run --separate-stderr bl -r "$AUTHED_URL" -w inf "$K" touch "$T/ran"
+    assert_failure 69
+    assert_one_bufferlock_line NOAUTH
+    run --separate-stderr bl -r "redis://:wrong-secret@127.0.0.1:$AUTHED_PORT/0" -w 30 "$K" touch "$T/ran"
+    assert_failure 69
+    assert_one_bufferlock_line WRONGPASS
+    ms=$(elapsed_ms "$t0")
+    assert_file_not_exists "$T/ran"
+    ((ms < 4000)) || fail "two runs took $ms ms"
+}
+
+@test "restart: -w inf with an unknown host name gives 69 at once" {
+    # RFC 6761: names under .invalid never resolve, with or without a network.
+    local url="redis://no-such-host.invalid:6379/0" t0 ms
+    run --separate-stderr bl -r "$url" "$K" true
+    [[ $stderr != *"Temporary failure"* ]] || skip "the resolver cannot be asked here: $stderr"
+    t0=$(now_us)
+    run --separate-stderr timeout 20 "$BL" -r "$url" -w inf "$K" touch "$T/ran"
+    ms=$(elapsed_ms "$t0")
+    assert_failure 69
+    assert_one_bufferlock_line "Redis at $url"
+    assert_file_not_exists "$T/ran"
+    ((ms < 5000)) || fail "took $ms ms"
+}
+
+@test "restart: -w inf with a database the server does not have gives 69 at once" {
+    local t0 ms
+    t0=$(now_us)
+    run --separate-stderr timeout 20 "$BL" -r "redis://127.0.0.1:$REDIS_PORT/99" -w inf "$K" touch "$T/ran"
+    ms=$(elapsed_ms "$t0")
+    assert_failure 69
+    assert_one_bufferlock_line "Redis at redis://127.0.0.1:$REDIS_PORT/99" database
+    ((ms < 2500)) || fail "took $ms ms"
+}
+
+@test "restart: --fail-open under -w inf runs the command at the first error instead of waiting" {
+    local port
+    port=$(free_port)
+    run --separate-stderr timeout 20 "$BL" -r "redis://127.0.0.1:$port/0" -w inf --fail-open "$K" echo ran
+    assert_success
+    assert_output ran
+    assert_one_bufferlock_line "Redis at redis://127.0.0.1:$port/0" "--fail-open"
+}
+
+# --- renewal after an error ---------------------------------------------------------------
+
+@test "restart: a holder whose server restarts mid-run is stopped by --on-lost term about at its first renewal" {
+    start_redis_as PRIV
+    local rk
+    rk=$(redis_key "$K")
+    # --ttl 3: renewals at 1 s, 2 s, ...; the command would run 5 s.
+    bl_bg -r "$PRIV_URL" --ttl 3 --on-lost term "$K" sh -c 'date +%s%N > "$0.start"; sleep 5; echo done > "$0.done"' "$T/c"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start"
+    sleep 0.4
+    shutdown_restart_redis PRIV
+    assert_equal "$(rcli_to PRIV EXISTS "$rk")" 0
+    # Another client takes the key on the new server.
+    assert_equal "$(rcli_to PRIV SET "$rk" other-holder PX 60000)" OK
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not stop the command"
+    local t_exit ms
+    t_exit=$(date +%s%N)
+    reap "$BG_PID"
+    ms=$(((t_exit - $(cat "$T/c.start")) / 1000000))
+    assert_equal "$REAPED_STATUS" 143
+    assert_file_not_exists "$T/c.done"
+    # Found lost at the first renewal (1 s), not a TTL/3 later (2 s).
+    ((ms < 1800)) || fail "the command was stopped only after $ms ms"
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(count_matches "$err" "lost the lock")" 1
+    [[ $err == *"Redis at $PRIV_URL"*SIGTERM* ]] || fail "stderr: $err"
+    assert_all_bufferlock_lines "$err"
+    assert_equal "$(rcli_to PRIV GET "$rk")" other-holder
+}
+
+@test "restart: a server down for longer than the TTL: the lock is declared lost when its TTL runs out" {
+    start_redis_as PRIV
+    bl_bg -r "$PRIV_URL" --connect-timeout 0.2 --io-timeout 0.2 --ttl 1.5 --on-lost term "$K" \
+        sh -c 'date +%s%N > "$0.start"; sleep 6; echo done > "$0.done"' "$T/c"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start"
+    kill_redis PRIV
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not stop the command"
+    local t_exit ms
+    t_exit=$(date +%s%N)
+    reap "$BG_PID"
+    ms=$(((t_exit - $(cat "$T/c.start")) / 1000000))
+    assert_equal "$REAPED_STATUS" 143
+    assert_file_not_exists "$T/c.done"
+    ((ms >= 1200 && ms < 3500)) || fail "stopped after $ms ms, expected about the TTL (1.5 s)"
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(count_matches "$err" "cannot renew")" 1
+    assert_equal "$(count_matches "$err" "lost the lock")" 1
+    assert_all_bufferlock_lines "$err"
+}
+
+@test "restart: a CLIENT PAUSE shorter than the TTL loses nothing" {
+    start_redis_as PRIV
+    local rk
+    rk=$(redis_key "$K")
+    # --ttl 6: renewals due at 2 s and 4 s. The pause (0.5 s to 4.5 s) makes
+    # both time out; renewing only at the next interval (6 s) would find the
+    # lock expired, retrying with back-off renews it once the pause is over.
+    # The command outlives the first TTL and checks it still holds the lock.
+    bl_bg -r "$PRIV_URL" --io-timeout 0.2 --max-step 0.2 --ttl 6 --on-lost term "$K" sh -c \
+        'echo x > "$0.start"; sleep 6.5; redis-cli -p "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.holder"; echo "$BUFFERLOCK_TOKEN" > "$0.token"' \
+        "$T/c" "$PRIV_PORT"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start"
+    sleep 0.5
+    pause_redis_clients PRIV 4000 >/dev/null
+    wait_for_exit "$BG_PID" 20 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/c.holder")" "$(cat "$T/c.token")"
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(count_matches "$err" "lost the lock")" 0
+    assert_all_bufferlock_lines "$err"
+    assert_equal "$(rcli_to PRIV EXISTS "$rk")" 0
+}
+
+# --- a lost lock is always reported -----------------------------------------------------------
+
+@test "restart: a lock re-taken by another client while held (SET XX) is reported at release without -v" {
+    local rk
+    rk=$(redis_key "$K")
+    run --separate-stderr bl -r "$REDIS_URL" "$K" sh -c \
+        'redis-cli -p "$0" SET "$BUFFERLOCK_REDIS_KEY" other-token XX >/dev/null; exit 3' "$REDIS_PORT"
+    assert_failure 3
+    assert_one_bufferlock_line "lost the lock '$K'" "Redis at $REDIS_URL"
+    assert_equal "$(rcli GET "$rk")" other-token
+}
+
+@test "restart: a lock whose key vanished is reported at release; -q silences it" {
+    run --separate-stderr bl -r "$REDIS_URL" "$K" sh -c 'redis-cli -p "$0" DEL "$BUFFERLOCK_REDIS_KEY" >/dev/null' "$REDIS_PORT"
+    assert_success
+    assert_one_bufferlock_line "lost the lock '$K'"
+    run --separate-stderr bl -q -r "$REDIS_URL" "$K" sh -c 'redis-cli -p "$0" DEL "$BUFFERLOCK_REDIS_KEY" >/dev/null' "$REDIS_PORT"
+    assert_success
+    assert_stderr_empty
+}
+
+@test "restart: 'release' of a lock taken over meanwhile exits 0 and says the lock was lost" {
+    run --separate-stderr bl acquire -r "$REDIS_URL" "$K"
+    assert_success
+    local tok=$output
+    rcli SET "$(redis_key "$K")" other-token >/dev/null
+    run --separate-stderr bl release -r "$REDIS_URL" "$K" "$tok"
+    assert_success
+    assert_one_bufferlock_line "lost the lock '$K'" "Redis at $REDIS_URL"
+}
+
+@test "restart: release and extend -w inf wait for a server that comes back" {
+    start_redis_as PRIV
+    run --separate-stderr bl acquire -r "$PRIV_URL" --ttl 60 "$K"
+    assert_success
+    local tok=$output rk
+    rk=$(redis_key "$K")
+    # A restart that keeps the data (SIGTERM with a save).
+    rcli_to PRIV SAVE >/dev/null
+    stop_redis "$PRIV_PID"
+    bl_bg extend -r "$PRIV_URL" -w inf "$K" "$tok"
+    local ext=$BG_PID
+    BG_ERR=$T/rel.err bl_bg release -r "$PRIV_URL" -w inf "$K" "$tok"
+    local rel=$BG_PID
+    sleep 0.5
+    pid_alive "$ext" || fail "extend -w inf gave up: $(cat "$T/bg.err")"
+    pid_alive "$rel" || fail "release -w inf gave up: $(cat "$T/rel.err")"
+    restart_redis PRIV
+    wait_for_exit "$ext" 10 || fail "extend did not finish"
+    wait_for_exit "$rel" 10 || fail "release did not finish"
+    reap "$ext"
+    local ext_status=$REAPED_STATUS
+    reap "$rel"
+    # One of them ran first: extend is 0 before the release, 75 after it.
+    [[ $ext_status == 0 || $ext_status == 75 ]] || fail "extend exited $ext_status"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(rcli_to PRIV EXISTS "$rk")" 0
+    [[ $(cat "$T/rel.err") == *"still trying"* ]] || fail "release stderr: $(cat "$T/rel.err")"
+}
+
+@test "restart: status, acquire, release and extend name Redis and the server in their errors" {
+    local port url
+    port=$(free_port)
+    url="redis://127.0.0.1:$port/0"
+    for sub in status acquire; do
+        run --separate-stderr bl "$sub" -r "$url" "$K"
+        assert_failure 69
+        assert_one_bufferlock_line "Redis at $url" "Connection refused"
+    done
+    for sub in release extend; do
+        run --separate-stderr bl "$sub" -r "$url" "$K" 0123456789abcdef0123456789abcdef
+        assert_failure 69
+        assert_one_bufferlock_line "Redis at $url" "Connection refused"
+    done
+}
+
+# --- the fleet ------------------------------------------------------------------------------
+
+@test "restart: 8 workers x 100 -w inf sections through 3 restarts: exact counter, no 69" {
+    start_redis_as PRIV
+    echo 0 >"$T/counter"
+    local w pids=()
+    for w in 1 2 3 4 5 6 7 8; do
+        (
+            for ((i = 0; i < 100; i++)); do
+                rc=0
+                "$BL" -r "$PRIV_URL" -w inf "$K" sh -c 'n=$(cat "$0"); echo $((n + 1)) > "$0"' "$T/counter" || rc=$?
+                echo "$rc" >>"$T/status.$w"
+            done
+        ) </dev/null >/dev/null 2>>"$T/stderr.$w" 3>&- &
+        pids+=("$!")
+        track_pid "$!"
+    done
+    local r
+    for r in 1 2 3; do
+        sleep 1
+        shutdown_restart_redis PRIV || fail "restart $r failed"
+    done
+    for w in "${pids[@]}"; do
+        wait_for_exit "$w" 100 || fail "worker $w still running after 100 s"
+    done
+    local statuses warnings
+    statuses=$(cat "$T"/status.* | sort | uniq -c | tr -s ' ' | paste -sd,)
+    warnings=$(cat "$T"/stderr.* | sed -E 's/^bufferlock: ([a-z]+ [a-z]+ [A-Za-z]+).*/\1/' | sort | uniq -c | tr -s ' ' | paste -sd,)
+    echo "# stress: sections=$(cat "$T"/status.* | wc -l) counter=$(cat "$T/counter") restarts=3 statuses=[$statuses] warnings=[$warnings]" >&3
+    assert_equal "$(cat "$T"/status.* | wc -l)" 800
+    assert_equal "$(grep -cvx 0 "$T"/status.* | awk -F: '{ s += $2 } END { print s }')" 0
+    assert_equal "$(cat "$T/counter")" 800
+    assert_all_bufferlock_lines "$(cat "$T"/stderr.*)"
+}

@@ -1,0 +1,102 @@
+// Which Redis errors a wait retries (transient) and which end it (permanent):
+// the one classification every Redis path uses (SPEC §7).
+#include "lock/backoff.hpp"
+#include "redis/error.hpp"
+
+#include <hiredis/hiredis.h>
+#include <netdb.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+using namespace bufferlock;
+using namespace std::chrono_literals;
+using K = RedisError::Kind;
+
+TEST(RedisErrorClass, ServerRepliesOfAServerNotReadyYetAreTransient) {
+  for (const char* text :
+       {"LOADING Redis is loading the dataset in memory",
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        "READONLY You can't write against a read only replica.",
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        "TRYAGAIN Multiple keys request during rehashing of slot", "CLUSTERDOWN The cluster is down"})
+    EXPECT_EQ(classify(K::server, text), Recovery::transient) << text;
+}
+
+TEST(RedisErrorClass, RefusedCredentialsDatabasesAndScriptsArePermanent) {
+  for (const char* text :
+       {"WRONGPASS invalid username-password pair or user is disabled.", "NOAUTH Authentication required.",
+        "ERR invalid password", "ERR DB index is out of range",
+        "NOPERM this user has no permissions to run the 'eval' command", "ERR unknown command 'EVALSHA'",
+        "OOM command not allowed when used memory > 'maxmemory'.", "BUSYKEY Target key name already exists.",
+        ""})
+    EXPECT_EQ(classify(K::server, text), Recovery::permanent) << text;
+}
+
+TEST(RedisErrorClass, ConnectionFailuresAreTransientUnknownHostsAreNot) {
+  EXPECT_EQ(classify(K::unreachable, ""), Recovery::transient);
+  EXPECT_EQ(classify(K::dropped, ""), Recovery::transient);
+  EXPECT_EQ(classify(K::timeout, ""), Recovery::transient);
+  EXPECT_EQ(classify(K::unknown_host, ""), Recovery::permanent);
+  EXPECT_EQ(classify(K::denied, ""), Recovery::permanent);
+  EXPECT_EQ(classify(K::protocol, ""), Recovery::permanent);
+}
+
+TEST(RedisErrorClass, HiredisConnectErrors) {
+  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Connection refused", ECONNREFUSED).kind, K::unreachable);
+  EXPECT_TRUE(connect_error(REDIS_ERR_IO, "Connection refused", ECONNREFUSED).transient());
+  EXPECT_EQ(connect_error(REDIS_ERR_IO, "No such file or directory", ENOENT).kind, K::unreachable);
+  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Connection timed out", ETIMEDOUT).kind, K::timeout);
+  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Permission denied", EACCES).kind, K::denied);
+  const RedisError noname = connect_error(REDIS_ERR_OTHER, gai_strerror(EAI_NONAME), 0);
+  EXPECT_EQ(noname.kind, K::unknown_host);
+  EXPECT_FALSE(noname.transient());
+  EXPECT_EQ(noname.text, gai_strerror(EAI_NONAME));
+  // A resolver that cannot be asked now may answer later.
+  EXPECT_TRUE(connect_error(REDIS_ERR_OTHER, gai_strerror(EAI_AGAIN), 0).transient());
+}
+
+TEST(RedisErrorClass, HiredisIoErrors) {
+  EXPECT_EQ(io_error(REDIS_ERR_IO, "Resource temporarily unavailable", EAGAIN).kind, K::timeout);
+  EXPECT_EQ(io_error(REDIS_ERR_EOF, "Server closed the connection", 0).kind, K::dropped);
+  EXPECT_EQ(io_error(REDIS_ERR_IO, "Connection reset by peer", ECONNRESET).kind, K::dropped);
+  EXPECT_TRUE(io_error(REDIS_ERR_IO, "Broken pipe", EPIPE).transient());
+  EXPECT_FALSE(io_error(REDIS_ERR_PROTOCOL, "Protocol error, got \"H\" as reply type byte", 0).transient());
+}
+
+TEST(PollUntil, APermanentErrorEndsEvenAnInfiniteWaitAtOnce) {
+  int calls = 0;
+  const Outcome o = poll_until(
+      infinite_duration, OnError::retry, Backoff(1ms, 2.0, 4ms),
+      [&] {
+        ++calls;
+        return Outcome::failed("WRONGPASS", Recovery::permanent);
+      },
+      [](Nanos) {});
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(o.status, AcquireStatus::error);
+}
+
+TEST(PollUntil, AnInfiniteWaitRetriesTransientErrors) {
+  int calls = 0;
+  const Outcome o = poll_until(
+      infinite_duration, OnError::retry, Backoff(1ms, 2.0, 4ms),
+      [&] { return ++calls < 5 ? Outcome::failed("refused", Recovery::transient) : Outcome::acquired(); },
+      [](Nanos) {});
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(o.status, AcquireStatus::acquired);
+}
+
+TEST(PollUntil, OnErrorStopEndsAtTheFirstError) {
+  int calls = 0;
+  const Outcome o = poll_until(
+      infinite_duration, OnError::stop, Backoff(1ms, 2.0, 4ms),
+      [&] {
+        ++calls;
+        return calls == 1 ? Outcome::busy() : Outcome::failed("refused", Recovery::transient);
+      },
+      [](Nanos) {});
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(o.status, AcquireStatus::error);
+}
