@@ -1,104 +1,121 @@
 #include "redis/connection.hpp"
 
-#include "util/files.hpp"
+#include "util/clock.hpp"
 
-#include <fcntl.h>
-#include <sys/time.h>
-
-#include <cerrno>
-#include <vector>
+#include <cstdlib>
 
 namespace bufferlock {
 
 namespace {
 
-timeval to_timeval(Nanos d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1'000'000'000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1'000'000'000) / 1000);
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1; // 0 would mean "no timeout"
-  return tv;
-}
-
 RedisError reply_error(const redisReply* r) {
   return redis_error(RedisError::Kind::server, std::string(r->str, r->len));
 }
 
-} // namespace
-
-RedisError RedisConnection::context_error(int saved_errno) {
-  broken_ = true;
-  return io_error(ctx_->err, ctx_->errstr, saved_errno);
-}
-
-RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
-                                                   const std::optional<std::string>& password,
-                                                   RedisTimeouts timeouts) {
-  const timeval connect_tv = to_timeval(timeouts.connect);
-  errno = 0;
-  redisContext* raw = url.transport == RedisUrl::Transport::unix_socket
-                          ? redisConnectUnixWithTimeout(url.socket_path.c_str(), connect_tv)
-                          : redisConnectWithTimeout(url.host.c_str(), url.port, connect_tv);
-  const int saved_errno = errno;
-  if (raw == nullptr) return redis_error(RedisError::Kind::unreachable, "out of memory");
-  RedisConnection conn(raw);
-  if (raw->err) return connect_error(raw->err, raw->errstr, saved_errno);
-  // hiredis 0.14 has no cloexec option: the command must not inherit the socket.
-  ::fcntl(raw->fd, F_SETFD, FD_CLOEXEC);
-  // hiredis' connect timeout does not bound reads: always set this one.
-  // No TCP keepalive: every wait on the socket is bounded by this timeout,
-  // and a held lock sends a renewal every TTL/3 anyway.
-  redisSetTimeout(raw, to_timeval(timeouts.io));
-
-  // AUTH and SELECT pipelined: one round trip.
-  std::vector<std::vector<std::string>> setup;
-  if (password) {
-    if (url.user.empty())
-      setup.push_back({"AUTH", *password});
-    else
-      setup.push_back({"AUTH", url.user, *password});
-  }
-  if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
-  for (const auto& cmd : setup) {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(raw, static_cast<int>(argv.size()), argv.data(), lens.data());
-  }
-  for (const auto& cmd : setup) {
-    void* reply = nullptr;
-    if (redisGetReply(raw, &reply) != REDIS_OK) return conn.context_error(errno);
-    RedisReply r(static_cast<redisReply*>(reply));
-    if (r->type == REDIS_REPLY_ERROR) {
-      RedisError e = reply_error(r.get()); // classified by its code: LOADING heals, WRONGPASS does not
-      e.text = (cmd[0] == "AUTH" ? "authentication failed: " : "cannot select the database: ") + e.text;
-      return e;
-    }
-  }
-  return conn;
-}
-
-RedisResult<RedisReply> RedisConnection::command(std::initializer_list<std::string_view> args) {
-  if (broken_) return redis_error(RedisError::Kind::dropped, "connection already failed");
+// `args` in RESP, appended to `out`.
+void format_command(const std::vector<std::string_view>& args, std::string& out) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (auto a : args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  errno = 0;
-  void* reply = redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data());
-  if (reply == nullptr) return context_error(errno);
-  RedisReply r(static_cast<redisReply*>(reply));
-  if (r->type == REDIS_REPLY_ERROR) return reply_error(r.get());
-  return r;
+  char* cmd = nullptr;
+  const int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), argv.data(), lens.data());
+  if (len < 0) throw std::bad_alloc();
+  out.append(cmd, static_cast<std::size_t>(len));
+  redisFreeCommand(cmd);
 }
 
-void RedisConnection::set_io_timeout(Nanos timeout) {
-  if (!broken_) redisSetTimeout(ctx_.get(), to_timeval(timeout));
+} // namespace
+
+RedisConnection::RedisConnection(RedisStream stream, Nanos io_timeout)
+    : stream_(std::move(stream)), reader_(redisReaderCreate()), io_timeout_(io_timeout) {
+  if (!reader_) throw std::bad_alloc();
+}
+
+RedisResult<RedisConnection> RedisConnection::open(const RedisUrl& url,
+                                                   const std::optional<std::string>& password,
+                                                   RedisTimeouts timeouts) {
+  const Nanos connect_deadline = deadline_after(timeouts.connect);
+  // The TLS handshake is bounded like a command: a failed one ends within
+  // connect-timeout + io-timeout (SPEC §12).
+  auto stream = RedisStream::open(url, connect_deadline, connect_deadline + timeouts.io);
+  if (auto* e = std::get_if<RedisError>(&stream)) return *e;
+  RedisConnection conn(std::move(std::get<RedisStream>(stream)), timeouts.io);
+
+  // AUTH and SELECT pipelined: one round trip.
+  std::vector<std::vector<std::string_view>> setup;
+  const std::string db = std::to_string(url.db);
+  if (password) {
+    if (url.user.empty())
+      setup.push_back({"AUTH", *password});
+    else
+      setup.push_back({"AUTH", url.user, *password});
+  }
+  if (url.db != 0) setup.push_back({"SELECT", db});
+  if (setup.empty()) return conn;
+  auto replies = conn.pipeline(setup);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (auto* e = std::get_if<RedisError>(&replies[i])) {
+      RedisError err = *e; // classified by its code: LOADING heals, WRONGPASS does not
+      if (err.kind == RedisError::Kind::server)
+        err.text =
+            (setup[i][0] == "AUTH" ? "authentication failed: " : "cannot select the database: ") + err.text;
+      return err;
+    }
+  }
+  return conn;
+}
+
+RedisError RedisConnection::fail(RedisError e) {
+  broken_ = true;
+  return e;
+}
+
+RedisResult<RedisReply> RedisConnection::read_reply(Nanos deadline) {
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
+      return fail(redis_error(RedisError::Kind::protocol, reader_->errstr));
+    if (reply) {
+      RedisReply r(static_cast<redisReply*>(reply));
+      if (r->type == REDIS_REPLY_ERROR) return reply_error(r.get());
+      return r;
+    }
+    char buf[16 * 1024];
+    auto got = stream_.read_some(buf, sizeof buf, deadline);
+    if (auto* e = std::get_if<RedisError>(&got)) return fail(*e);
+    if (redisReaderFeed(reader_.get(), buf, std::get<std::size_t>(got)) != REDIS_OK)
+      return fail(redis_error(RedisError::Kind::protocol, reader_->errstr));
+  }
+}
+
+std::vector<RedisResult<RedisReply>>
+RedisConnection::pipeline(const std::vector<std::vector<std::string_view>>& commands) {
+  const Nanos deadline = deadline_after(io_timeout_);
+  std::string request;
+  for (const auto& c : commands)
+    format_command(c, request);
+  std::optional<RedisError> failed;
+  if (broken_)
+    failed = redis_error(RedisError::Kind::dropped, "connection already failed");
+  else if (auto e = stream_.write_all(request, deadline))
+    failed = fail(*e);
+  std::vector<RedisResult<RedisReply>> out;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    if (!failed && broken_) failed = redis_error(RedisError::Kind::dropped, "connection already failed");
+    if (failed)
+      out.emplace_back(*failed);
+    else
+      out.push_back(read_reply(deadline));
+  }
+  return out;
+}
+
+RedisResult<RedisReply> RedisConnection::command(std::initializer_list<std::string_view> args) {
+  auto replies = pipeline({std::vector<std::string_view>(args)});
+  return std::move(replies.front());
 }
 
 } // namespace bufferlock

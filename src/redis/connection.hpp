@@ -1,8 +1,12 @@
-// One connection to a Redis server over hiredis 0.14: RAII for the context and
-// replies, timeouts on connect and on every read/write, AUTH and SELECT.
+// One connection to a Redis server: hiredis' protocol code (requests built by
+// redisFormatCommandArgv, replies parsed by its redisReader) over our own
+// stream (redis/stream.hpp), so that plain and TLS connections share every
+// line above the socket. AUTH and SELECT on connect; every command bounded by
+// the I/O timeout.
 #pragma once
 
 #include "redis/error.hpp"
+#include "redis/stream.hpp"
 #include "redis/url.hpp"
 #include "util/duration.hpp"
 
@@ -14,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace bufferlock {
 
@@ -31,29 +36,36 @@ struct RedisTimeouts {
 
 class RedisConnection {
 public:
-  // Connects, then authenticates (when a password is given) and selects the
-  // database, in one round trip.
+  // Connects (and for rediss:// shakes hands: tls_prepare() first), then
+  // authenticates (when a password is given) and selects the database, in
+  // one round trip.
   static RedisResult<RedisConnection> open(const RedisUrl& url, const std::optional<std::string>& password,
                                            RedisTimeouts timeouts);
 
   // Sends one command and reads its reply. An error reply comes back as a
-  // RedisError of kind server. After a connection error the connection is broken
-  // for good (hiredis errors are sticky): check broken() and open anew.
+  // RedisError of kind server. After a connection error the connection is
+  // broken for good (the stream's state is unknown): check broken() and open anew.
   RedisResult<RedisReply> command(std::initializer_list<std::string_view> args);
 
-  // The read timeout of the following commands (BLPOP needs a longer one).
-  void set_io_timeout(Nanos timeout);
+  // The I/O timeout of the following commands (BLPOP needs a longer one).
+  void set_io_timeout(Nanos timeout) { io_timeout_ = timeout; }
 
   bool broken() const { return broken_; }
 
 private:
-  struct ContextDeleter {
-    void operator()(redisContext* c) const { redisFree(c); }
+  struct ReaderDeleter {
+    void operator()(redisReader* r) const { redisReaderFree(r); }
   };
-  explicit RedisConnection(redisContext* c) : ctx_(c) {}
-  RedisError context_error(int saved_errno);
+  RedisConnection(RedisStream stream, Nanos io_timeout);
 
-  std::unique_ptr<redisContext, ContextDeleter> ctx_;
+  // Sends `commands` in one write, then reads one reply for each.
+  std::vector<RedisResult<RedisReply>> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+  RedisResult<RedisReply> read_reply(Nanos deadline);
+  RedisError fail(RedisError e);
+
+  RedisStream stream_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  Nanos io_timeout_;
   bool broken_ = false;
 };
 

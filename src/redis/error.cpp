@@ -1,6 +1,7 @@
 #include "redis/error.hpp"
 
-#include <hiredis/hiredis.h>
+#include "util/files.hpp"
+
 #include <netdb.h>
 
 #include <array>
@@ -29,7 +30,8 @@ Recovery classify(RedisError::Kind kind, std::string_view text) {
   case RedisError::Kind::timeout: return Recovery::transient;
   case RedisError::Kind::unknown_host:
   case RedisError::Kind::denied:
-  case RedisError::Kind::protocol: return Recovery::permanent;
+  case RedisError::Kind::protocol:
+  case RedisError::Kind::tls: return Recovery::permanent;
   case RedisError::Kind::server:
     for (std::string_view code : transient_codes)
       if (first_word(text) == code) return Recovery::transient;
@@ -43,33 +45,28 @@ RedisError redis_error(RedisError::Kind kind, std::string text) {
   return {kind, std::move(text), r};
 }
 
-RedisError connect_error(int err, std::string_view errstr, int saved_errno) {
+RedisError connect_error(int err) {
   using K = RedisError::Kind;
-  if (err == REDIS_ERR_OTHER) {
-    // hiredis 0.14 reports a failed getaddrinfo as REDIS_ERR_OTHER with the
-    // text of gai_strerror(). A resolver that is only unreachable for now
-    // (EAI_AGAIN) may answer later; any other answer is that the name is unknown.
-    if (errstr == gai_strerror(EAI_AGAIN)) return redis_error(K::unreachable, std::string(errstr));
-    for (int code : {EAI_NONAME, EAI_NODATA, EAI_FAIL, EAI_SERVICE, EAI_FAMILY, EAI_ADDRFAMILY})
-      if (errstr == gai_strerror(code)) return redis_error(K::unknown_host, std::string(errstr));
-  }
-  if (err == REDIS_ERR_IO &&
-      (is_timeout_errno(saved_errno) || errstr.find("timed out") != std::string_view::npos))
-    return redis_error(K::timeout, "connect timed out");
-  if (err == REDIS_ERR_IO && (saved_errno == EACCES || saved_errno == EPERM))
-    return redis_error(K::denied, std::string(errstr));
+  if (err == EACCES || err == EPERM) return redis_error(K::denied, errno_text(err));
+  if (is_timeout_errno(err)) return redis_error(K::timeout, "connect timed out");
   // Refused, reset, unreachable, a unix socket not (yet) there: what a
   // server that is restarting looks like.
-  return redis_error(K::unreachable, std::string(errstr));
+  return redis_error(K::unreachable, errno_text(err));
 }
 
-RedisError io_error(int err, std::string_view errstr, int saved_errno) {
+RedisError io_error(int err) {
   using K = RedisError::Kind;
-  if (err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))
-    return redis_error(K::timeout, "no answer within the timeout");
-  if (err == REDIS_ERR_EOF) return redis_error(K::dropped, "the server closed the connection");
-  if (err == REDIS_ERR_PROTOCOL) return redis_error(K::protocol, std::string(errstr));
-  return redis_error(K::dropped, std::string(errstr));
+  if (err == 0) return redis_error(K::dropped, "the server closed the connection");
+  if (err == EAGAIN || err == EWOULDBLOCK) return redis_error(K::timeout, "no answer within the timeout");
+  return redis_error(K::dropped, errno_text(err));
+}
+
+RedisError resolve_error(int gai_error) {
+  using K = RedisError::Kind;
+  if (gai_error == EAI_SYSTEM) return connect_error(errno);
+  // A resolver that cannot be asked now (EAI_AGAIN) may answer later; any
+  // other answer is that the name is unknown.
+  return redis_error(gai_error == EAI_AGAIN ? K::unreachable : K::unknown_host, ::gai_strerror(gai_error));
 }
 
 } // namespace bufferlock

@@ -20,6 +20,7 @@ struct RedisError {
     denied,       // the OS refused access (a unix socket's permissions)
     server,       // an error reply (text begins with its code: READONLY, WRONGPASS, ...)
     protocol,     // a reply that is not what the command returns
+    tls,          // a TLS handshake or session that failed (a certificate, not TLS)
   };
   Kind kind;
   std::string text; // the reason, never with the password
@@ -37,11 +38,12 @@ Recovery classify(RedisError::Kind kind, std::string_view text);
 // A RedisError with its recovery filled in by classify().
 RedisError redis_error(RedisError::Kind kind, std::string text);
 
-// The error of a failed hiredis connect: `err` and `errstr` of the context,
-// `saved_errno` the errno right after the call.
-RedisError connect_error(int err, std::string_view errstr, int saved_errno);
+// The error of a failed connect(2) or of socket I/O, by errno (0: the
+// server closed the connection).
+RedisError connect_error(int err);
+RedisError io_error(int err);
 
-// The error of a failed read or write on an open hiredis connection.
-RedisError io_error(int err, std::string_view errstr, int saved_errno);
+// The error of a failed getaddrinfo(3), by its return value.
+RedisError resolve_error(int gai_error);
 
 } // namespace bufferlock

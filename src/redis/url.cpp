@@ -136,10 +136,13 @@ std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
   for (auto& c : scheme)
     c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   const std::string_view rest = text.substr(sep + 3);
-  if (scheme == "redis") return parse_tcp(rest);
+  if (scheme == "redis" || scheme == "rediss") {
+    auto url = parse_tcp(rest);
+    if (auto* u = std::get_if<RedisUrl>(&url)) u->tls = scheme == "rediss";
+    return url;
+  }
   if (scheme == "unix") return parse_unix(rest);
-  if (scheme == "rediss") return UrlError{"TLS (rediss://) is not supported yet"};
-  return UrlError{"unknown scheme '" + scheme + "://', expected redis:// or unix://"};
+  return UrlError{"unknown scheme '" + scheme + "://', expected redis://, rediss:// or unix://"};
 }
 
 std::string redact_url(std::string_view text) {
@@ -163,7 +166,7 @@ std::string RedisUrl::display() const {
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  std::string s = "redis://";
+  std::string s = tls ? "rediss://" : "redis://";
   if (!user.empty()) s.append(user).append("@");
   const bool ipv6 = host.find(':') != std::string::npos;
   if (ipv6) s.append("[");

@@ -1,5 +1,6 @@
 // Redis server addresses (SPEC §3):
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     unix:///PATH/TO/SOCKET[?db=N]
+//   rediss://... the same over TLS (SPEC §12)
 #pragma once
 
 #include <optional>
@@ -14,6 +15,7 @@ struct RedisUrl {
   Transport transport = Transport::tcp;
   std::string host;        // tcp; brackets of an IPv6 address removed
   int port = 6379;         // tcp
+  bool tls = false;        // rediss://
   std::string socket_path; // unix_socket
   int db = 0;
   std::string user;                    // empty: the default user

@@ -3,7 +3,6 @@
 #include "lock/backoff.hpp"
 #include "redis/error.hpp"
 
-#include <hiredis/hiredis.h>
 #include <netdb.h>
 
 #include <gtest/gtest.h>
@@ -43,26 +42,32 @@ TEST(RedisErrorClass, ConnectionFailuresAreTransientUnknownHostsAreNot) {
   EXPECT_EQ(classify(K::protocol, ""), Recovery::permanent);
 }
 
-TEST(RedisErrorClass, HiredisConnectErrors) {
-  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Connection refused", ECONNREFUSED).kind, K::unreachable);
-  EXPECT_TRUE(connect_error(REDIS_ERR_IO, "Connection refused", ECONNREFUSED).transient());
-  EXPECT_EQ(connect_error(REDIS_ERR_IO, "No such file or directory", ENOENT).kind, K::unreachable);
-  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Connection timed out", ETIMEDOUT).kind, K::timeout);
-  EXPECT_EQ(connect_error(REDIS_ERR_IO, "Permission denied", EACCES).kind, K::denied);
-  const RedisError noname = connect_error(REDIS_ERR_OTHER, gai_strerror(EAI_NONAME), 0);
+TEST(RedisErrorClass, SocketErrors) {
+  EXPECT_EQ(connect_error(ECONNREFUSED).kind, K::unreachable);
+  EXPECT_EQ(connect_error(ECONNREFUSED).text, "Connection refused");
+  EXPECT_TRUE(connect_error(ECONNREFUSED).transient());
+  EXPECT_EQ(connect_error(ENOENT).kind, K::unreachable); // a unix socket not there yet
+  EXPECT_EQ(connect_error(ETIMEDOUT).kind, K::timeout);
+  EXPECT_EQ(connect_error(EACCES).kind, K::denied);
+  EXPECT_FALSE(connect_error(EACCES).transient());
+  EXPECT_EQ(io_error(EAGAIN).kind, K::timeout);
+  EXPECT_EQ(io_error(0).kind, K::dropped);
+  EXPECT_EQ(io_error(ECONNRESET).kind, K::dropped);
+  EXPECT_TRUE(io_error(EPIPE).transient());
+}
+
+TEST(RedisErrorClass, ResolverErrors) {
+  const RedisError noname = resolve_error(EAI_NONAME);
   EXPECT_EQ(noname.kind, K::unknown_host);
   EXPECT_FALSE(noname.transient());
   EXPECT_EQ(noname.text, gai_strerror(EAI_NONAME));
   // A resolver that cannot be asked now may answer later.
-  EXPECT_TRUE(connect_error(REDIS_ERR_OTHER, gai_strerror(EAI_AGAIN), 0).transient());
+  EXPECT_TRUE(resolve_error(EAI_AGAIN).transient());
 }
 
-TEST(RedisErrorClass, HiredisIoErrors) {
-  EXPECT_EQ(io_error(REDIS_ERR_IO, "Resource temporarily unavailable", EAGAIN).kind, K::timeout);
-  EXPECT_EQ(io_error(REDIS_ERR_EOF, "Server closed the connection", 0).kind, K::dropped);
-  EXPECT_EQ(io_error(REDIS_ERR_IO, "Connection reset by peer", ECONNRESET).kind, K::dropped);
-  EXPECT_TRUE(io_error(REDIS_ERR_IO, "Broken pipe", EPIPE).transient());
-  EXPECT_FALSE(io_error(REDIS_ERR_PROTOCOL, "Protocol error, got \"H\" as reply type byte", 0).transient());
+TEST(RedisErrorClass, TlsFailuresAndProtocolErrorsArePermanent) {
+  EXPECT_FALSE(redis_error(K::tls, "certificate verify failed").transient());
+  EXPECT_FALSE(redis_error(K::protocol, "Protocol error, got \"H\" as reply type byte").transient());
 }
 
 TEST(PollUntil, APermanentErrorEndsEvenAnInfiniteWaitAtOnce) {

@@ -57,9 +57,22 @@ TEST(RedisUrl, UnixSocket) {
   EXPECT_EQ(good("unix:///tmp/r.sock").db, 0);
 }
 
+TEST(RedisUrl, TlsIsTheSameUrlOverTls) {
+  const RedisUrl u = good("rediss://user:pw@cache.example:6380/3");
+  EXPECT_TRUE(u.tls);
+  EXPECT_EQ(u.host, "cache.example");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(u.db, 3);
+  EXPECT_EQ(u.display(), "rediss://user@cache.example:6380/3");
+  EXPECT_FALSE(good("redis://h").tls);
+  EXPECT_EQ(good("REDISS://[::1]").display(), "rediss://[::1]:6379/0");
+  EXPECT_NE(bad("rediss://h:0").find("port"), std::string::npos);
+}
+
 TEST(RedisUrl, BadUrls) {
-  EXPECT_NE(bad("rediss://h").find("TLS"), std::string::npos);
   for (const char* text : {"redis://",
+                           "rediss://",
+                           "rediss://h/x",
                            "redis://h:",
                            "redis://h:0",
                            "redis://h:65536",

@@ -1,0 +1,302 @@
+#include "redis/tls.hpp"
+
+#include "util/files.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace bufferlock {
+
+namespace {
+
+// The OpenSSL 3 ABI that Debian ships as libssl3 (libcrypto's symbols are
+// found through libssl's handle). Declared by the headers, never linked.
+constexpr const char* libssl_name = "libssl.so.3";
+
+// The OpenSSL functions we call, resolved once by dlsym().
+struct Api {
+  decltype(&::TLS_client_method) TLS_client_method;
+  decltype(&::SSL_CTX_new) SSL_CTX_new;
+  decltype(&::SSL_CTX_ctrl) SSL_CTX_ctrl;
+  decltype(&::SSL_CTX_set_options) SSL_CTX_set_options;
+  decltype(&::SSL_CTX_set_verify) SSL_CTX_set_verify;
+  decltype(&::SSL_CTX_load_verify_locations) SSL_CTX_load_verify_locations;
+  decltype(&::SSL_CTX_set_default_verify_paths) SSL_CTX_set_default_verify_paths;
+  decltype(&::SSL_CTX_use_certificate_chain_file) SSL_CTX_use_certificate_chain_file;
+  decltype(&::SSL_CTX_use_PrivateKey_file) SSL_CTX_use_PrivateKey_file;
+  decltype(&::SSL_CTX_check_private_key) SSL_CTX_check_private_key;
+  decltype(&::SSL_new) SSL_new;
+  decltype(&::SSL_free) SSL_free;
+  decltype(&::SSL_set_fd) SSL_set_fd;
+  decltype(&::SSL_ctrl) SSL_ctrl;
+  decltype(&::SSL_set1_host) SSL_set1_host;
+  decltype(&::SSL_get0_param) SSL_get0_param;
+  decltype(&::SSL_connect) SSL_connect;
+  decltype(&::SSL_read) SSL_read;
+  decltype(&::SSL_write) SSL_write;
+  decltype(&::SSL_get_error) SSL_get_error;
+  decltype(&::SSL_get_verify_result) SSL_get_verify_result;
+  decltype(&::ERR_get_error) ERR_get_error;
+  decltype(&::ERR_clear_error) ERR_clear_error;
+  decltype(&::ERR_reason_error_string) ERR_reason_error_string;
+  decltype(&::X509_verify_cert_error_string) X509_verify_cert_error_string;
+  decltype(&::X509_VERIFY_PARAM_set1_ip_asc) X509_VERIFY_PARAM_set1_ip_asc;
+  decltype(&::OpenSSL_version) OpenSSL_version;
+};
+
+// The loaded library, or why it could not be loaded.
+struct Library {
+  Api api{};
+  std::string error;
+};
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    void* h = ::dlopen(libssl_name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      l.error = std::string("cannot load ") + libssl_name + ": " + (why ? why : "unknown error");
+      return l;
+    }
+    bool ok = true;
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+      if (!fn && ok) {
+        ok = false;
+        l.error = std::string(libssl_name) + " has no " + name;
+      }
+    };
+    Api& a = l.api;
+#define BUFFERLOCK_BIND(name) bind(a.name, #name)
+    BUFFERLOCK_BIND(TLS_client_method);
+    BUFFERLOCK_BIND(SSL_CTX_new);
+    BUFFERLOCK_BIND(SSL_CTX_ctrl);
+    BUFFERLOCK_BIND(SSL_CTX_set_options);
+    BUFFERLOCK_BIND(SSL_CTX_set_verify);
+    BUFFERLOCK_BIND(SSL_CTX_load_verify_locations);
+    BUFFERLOCK_BIND(SSL_CTX_set_default_verify_paths);
+    BUFFERLOCK_BIND(SSL_CTX_use_certificate_chain_file);
+    BUFFERLOCK_BIND(SSL_CTX_use_PrivateKey_file);
+    BUFFERLOCK_BIND(SSL_CTX_check_private_key);
+    BUFFERLOCK_BIND(SSL_new);
+    BUFFERLOCK_BIND(SSL_free);
+    BUFFERLOCK_BIND(SSL_set_fd);
+    BUFFERLOCK_BIND(SSL_ctrl);
+    BUFFERLOCK_BIND(SSL_set1_host);
+    BUFFERLOCK_BIND(SSL_get0_param);
+    BUFFERLOCK_BIND(SSL_connect);
+    BUFFERLOCK_BIND(SSL_read);
+    BUFFERLOCK_BIND(SSL_write);
+    BUFFERLOCK_BIND(SSL_get_error);
+    BUFFERLOCK_BIND(SSL_get_verify_result);
+    BUFFERLOCK_BIND(ERR_get_error);
+    BUFFERLOCK_BIND(ERR_clear_error);
+    BUFFERLOCK_BIND(ERR_reason_error_string);
+    BUFFERLOCK_BIND(X509_verify_cert_error_string);
+    BUFFERLOCK_BIND(X509_VERIFY_PARAM_set1_ip_asc);
+    BUFFERLOCK_BIND(OpenSSL_version);
+#undef BUFFERLOCK_BIND
+    if (!ok) l.api = Api{};
+    return l;
+  }();
+  return lib;
+}
+
+const Api& api() { return library().api; }
+
+// OpenSSL's reason for the first error in its queue ("no certificate or
+// crl found"), and the queue emptied.
+std::string queue_reason() {
+  const unsigned long e = api().ERR_get_error();
+  const char* reason = e ? api().ERR_reason_error_string(e) : nullptr;
+  api().ERR_clear_error();
+  return reason ? reason : "not a PEM file OpenSSL can use";
+}
+
+// Whether `path` can be opened for reading; else the OS's reason.
+std::optional<std::string> unreadable(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return errno_text(errno);
+  ::close(fd);
+  return std::nullopt;
+}
+
+struct Context {
+  SSL_CTX* ctx = nullptr; // lives as long as the process: one per run
+  std::optional<TlsSetupError> error;
+};
+
+Context make_context(const TlsFiles& files) {
+  Context c;
+  const Library& lib = library();
+  if (!lib.error.empty()) {
+    c.error = TlsSetupError{lib.error};
+    return c;
+  }
+  const Api& a = lib.api;
+  auto fail = [&](std::string_view option, const std::string& path, const std::string& why) {
+    c.error = TlsSetupError{std::string(option) + " " + path + ": " + why};
+    return c;
+  };
+  for (const auto& [option, path] : {std::pair<std::string_view, const std::string&>{"--tls-ca", files.ca},
+                                     {"--tls-cert", files.cert},
+                                     {"--tls-key", files.key}}) {
+    if (path.empty()) continue;
+    if (auto why = unreadable(path)) return fail(option, path, *why);
+  }
+  c.ctx = a.SSL_CTX_new(a.TLS_client_method());
+  if (!c.ctx) {
+    c.error = TlsSetupError{"cannot set up TLS: " + queue_reason()};
+    return c;
+  }
+  a.SSL_CTX_ctrl(c.ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
+  // Writes may finish in parts, from a buffer we keep until they do.
+  a.SSL_CTX_ctrl(c.ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER,
+                 nullptr);
+  // A server that restarts closes without a TLS goodbye: that is the
+  // connection going away (retried), not a TLS failure.
+  a.SSL_CTX_set_options(c.ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  a.SSL_CTX_set_verify(c.ctx, SSL_VERIFY_PEER, nullptr); // there is no way to turn this off
+  if (!files.ca.empty()) {
+    if (a.SSL_CTX_load_verify_locations(c.ctx, files.ca.c_str(), nullptr) != 1)
+      return fail("--tls-ca", files.ca, queue_reason());
+  } else if (a.SSL_CTX_set_default_verify_paths(c.ctx) != 1) {
+    c.error = TlsSetupError{"cannot load the system's trusted certificates: " + queue_reason()};
+    return c;
+  }
+  if (!files.cert.empty()) {
+    if (a.SSL_CTX_use_certificate_chain_file(c.ctx, files.cert.c_str()) != 1)
+      return fail("--tls-cert", files.cert, queue_reason());
+    if (a.SSL_CTX_use_PrivateKey_file(c.ctx, files.key.c_str(), SSL_FILETYPE_PEM) != 1)
+      return fail("--tls-key", files.key, queue_reason());
+    if (a.SSL_CTX_check_private_key(c.ctx) != 1)
+      return fail("--tls-key", files.key, "does not match --tls-cert " + files.cert);
+  }
+  return c;
+}
+
+Context& context(const TlsFiles* files) {
+  static Context c = files ? make_context(*files) : Context{{}, TlsSetupError{"TLS was not set up"}};
+  return c;
+}
+
+bool is_ip_address(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+} // namespace
+
+std::optional<TlsSetupError> tls_prepare(const TlsFiles& files) { return context(&files).error; }
+
+std::string tls_library_version() {
+  const Library& lib = library();
+  return lib.error.empty() ? lib.api.OpenSSL_version(OPENSSL_VERSION) : lib.error;
+}
+
+TlsSession::TlsSession(TlsSession&& other) noexcept
+    : ssl_(std::exchange(other.ssl_, nullptr)), last_error_(other.last_error_),
+      last_queue_error_(other.last_queue_error_), last_errno_(other.last_errno_) {}
+
+TlsSession& TlsSession::operator=(TlsSession&& other) noexcept {
+  if (this != &other) {
+    this->~TlsSession();
+    new (this) TlsSession(std::move(other));
+  }
+  return *this;
+}
+
+TlsSession::~TlsSession() {
+  if (ssl_) api().SSL_free(static_cast<SSL*>(ssl_));
+}
+
+std::variant<TlsSession, std::string> TlsSession::start(int fd, const std::string& host) {
+  Context& c = context(nullptr);
+  if (c.error) return c.error->text;
+  const Api& a = api();
+  TlsSession s;
+  SSL* ssl = a.SSL_new(c.ctx);
+  if (!ssl) return "cannot start TLS: " + queue_reason();
+  s.ssl_ = ssl;
+  a.SSL_set_fd(ssl, fd);
+  if (is_ip_address(host)) {
+    // An address is checked against the certificate's IP SANs; no SNI.
+    if (a.X509_VERIFY_PARAM_set1_ip_asc(a.SSL_get0_param(ssl), host.c_str()) != 1)
+      return "cannot check the address " + host + ": " + queue_reason();
+  } else {
+    if (a.SSL_set1_host(ssl, host.c_str()) != 1)
+      return "cannot check the name " + host + ": " + queue_reason();
+    a.SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(host.c_str()));
+  }
+  return s;
+}
+
+namespace {
+
+TlsSession::Want want_of(int ssl_error) {
+  switch (ssl_error) {
+  case SSL_ERROR_NONE: return TlsSession::Want::done;
+  case SSL_ERROR_WANT_READ: return TlsSession::Want::read;
+  case SSL_ERROR_WANT_WRITE: return TlsSession::Want::write;
+  case SSL_ERROR_ZERO_RETURN: return TlsSession::Want::closed;
+  default: return TlsSession::Want::error;
+  }
+}
+
+} // namespace
+
+TlsSession::Want TlsSession::call(const std::function<int(SSL*)>& op, std::size_t& done) {
+  const Api& a = api();
+  SSL* ssl = static_cast<SSL*>(ssl_);
+  a.ERR_clear_error();
+  errno = 0;
+  const int rc = op(ssl);
+  done = rc > 0 ? static_cast<std::size_t>(rc) : 0;
+  last_error_ = rc > 0 ? SSL_ERROR_NONE : a.SSL_get_error(ssl, rc);
+  last_errno_ = errno;
+  last_queue_error_ = a.ERR_get_error();
+  return want_of(last_error_);
+}
+
+TlsSession::Want TlsSession::handshake() {
+  std::size_t ignored = 0;
+  return call([](SSL* ssl) { return api().SSL_connect(ssl); }, ignored);
+}
+
+TlsSession::Want TlsSession::write(const char* data, std::size_t n, std::size_t& done) {
+  const int len = static_cast<int>(std::min<std::size_t>(n, 1 << 30));
+  return call([&](SSL* ssl) { return api().SSL_write(ssl, data, len); }, done);
+}
+
+TlsSession::Want TlsSession::read(char* buf, std::size_t n, std::size_t& done) {
+  const int len = static_cast<int>(std::min<std::size_t>(n, 1 << 30));
+  return call([&](SSL* ssl) { return api().SSL_read(ssl, buf, len); }, done);
+}
+
+bool TlsSession::connection_lost() const { return last_error_ == SSL_ERROR_SYSCALL; }
+
+std::string TlsSession::error_text() const {
+  const Api& a = api();
+  if (last_error_ == SSL_ERROR_SYSCALL) {
+    // The peer went away during the TLS exchange.
+    return last_errno_ ? errno_text(last_errno_)
+                       : "the server closed the connection during the TLS handshake";
+  }
+  const char* reason = last_queue_error_ ? a.ERR_reason_error_string(last_queue_error_) : nullptr;
+  std::string text = reason ? reason : "TLS error";
+  const long verify = ssl_ ? a.SSL_get_verify_result(static_cast<const SSL*>(ssl_)) : X509_V_OK;
+  if (verify != X509_V_OK) text += std::string(" (") + a.X509_verify_cert_error_string(verify) + ")";
+  return text;
+}
+
+} // namespace bufferlock
