@@ -20,7 +20,7 @@ _bufferlock_takes_value()
             --conflict-exit-code | --error-exit | -c | --command | --messages | \
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
             --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
-            --max-age | --stale)
+            --max-age | --stale | --tls-ca | --tls-cert | --tls-key)
             return 0
             ;;
     esac
@@ -34,7 +34,7 @@ _bufferlock_options()
     local wait='-n --nonblock -w --wait --timeout'
     local busy='-E --busy-exit --conflict-exit-code'
     local messages='-v --verbose -q --quiet --messages -h --help'
-    local redis='--namespace --hash-tag --connect-timeout --io-timeout'
+    local redis='--namespace --hash-tag --connect-timeout --io-timeout --tls-ca --tls-cert --tls-key'
     local redis_wait='--ttl --step --ratio --max-step'
     local redis_run='--on-lost --kill-after'
     case $1 in
@@ -150,12 +150,12 @@ _bufferlock()
             _filedir -d
             return
             ;;
-        --messages)
+        --messages | --tls-ca | --tls-cert | --tls-key)
             _filedir
             return
             ;;
         -r | --redis)
-            _bufferlock_reply 'redis://localhost:6379/0 unix:///'
+            _bufferlock_reply 'redis://localhost:6379/0 rediss://localhost:6379/0 unix:///'
             __ltrim_colon_completions "$cur"
             compopt -o nospace
             return

@@ -16,7 +16,7 @@ function __bufferlock_takes_value --argument-names word
     contains -- $word -d --dir -r --redis -w --wait --timeout -E --busy-exit \
         --conflict-exit-code --error-exit -c --command --messages --ttl \
         --namespace --connect-timeout --io-timeout --step --ratio --max-step \
-        --on-lost --kill-after --cache-dir --max-age --stale
+        --on-lost --kill-after --cache-dir --max-age --stale --tls-ca --tls-cert --tls-key
 end
 
 # Reads the words before the cursor. Prints the subcommand (run when none
@@ -145,7 +145,7 @@ set -l cache '__bufferlock_options_for cache'
 
 # Backend
 complete -c bufferlock -n $file_backend -s d -l dir -xa '(__fish_complete_directories)' -d 'file locks in DIR'
-complete -c bufferlock -n $any -s r -l redis -xa 'redis:// unix://' -d 'a Redis server shared by many machines'
+complete -c bufferlock -n $any -s r -l redis -xa 'redis:// rediss:// unix://' -d 'a Redis server shared by many machines'
 
 # Waiting
 complete -c bufferlock -n $waiting -s n -l nonblock -d 'try once; if busy, skip the command'
@@ -170,6 +170,9 @@ complete -c bufferlock -n $any -l namespace -x -d 'key prefix (default buffer:lo
 complete -c bufferlock -n $any -l hash-tag -d 'key {PREFIX}MD5: one Redis Cluster slot'
 complete -c bufferlock -n $any -l connect-timeout -x -d 'connect timeout (default 1)'
 complete -c bufferlock -n $any -l io-timeout -x -d 'timeout of each command (default 1)'
+complete -c bufferlock -n $any -l tls-ca -rF -d 'rediss: trust the CA certificates in FILE'
+complete -c bufferlock -n $any -l tls-cert -rF -d 'rediss: client certificate for mutual TLS'
+complete -c bufferlock -n $any -l tls-key -rF -d 'rediss: private key of --tls-cert'
 complete -c bufferlock -n $backoff -l step -x -d 'first pause between tries (default 0.001)'
 complete -c bufferlock -n $backoff -l ratio -x -d 'growth of the pause (default 2)'
 complete -c bufferlock -n $backoff -l max-step -x -d 'longest pause (default 0.5)'

@@ -60,6 +60,10 @@ enum class Opt {
   max_step,
   on_lost,
   kill_after,
+  // rediss:// only
+  tls_ca,
+  tls_cert,
+  tls_key,
   // cache only
   cache_dir,
   max_age,
@@ -71,8 +75,9 @@ enum class Opt {
 };
 
 // Which subcommands know an option: every one, those of the redis backend
-// (refused with the file backend), or `cache` alone.
-enum class Scope { any, redis, cache };
+// (refused with the file backend; tls: with a plain redis:// URL too), or
+// `cache` alone.
+enum class Scope { any, redis, tls, cache };
 
 // One option, declared once: CLI11 gets the names, the help texts the rest.
 struct OptionDecl {
@@ -91,11 +96,12 @@ constexpr std::string_view g_waiting = "Waiting";
 constexpr std::string_view g_exit = "Exit codes";
 constexpr std::string_view g_running = "Running";
 constexpr std::string_view g_redis = "Redis";
+constexpr std::string_view g_tls = "TLS (rediss://)";
 constexpr std::string_view g_cache = "Cache";
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 34> option_table = {{
+constexpr std::array<OptionDecl, 37> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -140,6 +146,12 @@ constexpr std::array<OptionDecl, 34> option_table = {{
      Scope::redis},
     {Opt::kill_after, "--kill-after", "SECONDS", g_redis, "after term: SIGKILL if still running", "10",
      "BUFFERLOCK_KILL_AFTER", Scope::redis},
+    {Opt::tls_ca, "--tls-ca", "FILE", g_tls, "trust the CA certificates in FILE (PEM)", "the system's",
+     "BUFFERLOCK_TLS_CA", Scope::tls},
+    {Opt::tls_cert, "--tls-cert", "FILE", g_tls, "client certificate (PEM) for mutual TLS; needs --tls-key",
+     "", "BUFFERLOCK_TLS_CERT", Scope::tls},
+    {Opt::tls_key, "--tls-key", "FILE", g_tls, "the private key (PEM) of --tls-cert", "",
+     "BUFFERLOCK_TLS_KEY", Scope::tls},
     {Opt::cache_dir, "--cache-dir", "DIR", g_cache, "where entries live",
      "$XDG_CACHE_HOME/bufferlock, else ~/.cache/bufferlock", "BUFFERLOCK_CACHE_DIR", Scope::cache},
     {Opt::max_age, "--max-age", "SECONDS", g_cache,
@@ -254,7 +266,8 @@ struct Parsed {
 void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
   p.given[static_cast<std::size_t>(&decl - option_table.data())] = true;
-  if (decl.scope == Scope::redis && p.first_redis_option.empty()) p.first_redis_option = typed;
+  if ((decl.scope == Scope::redis || decl.scope == Scope::tls) && p.first_redis_option.empty())
+    p.first_redis_option = typed;
   switch (decl.id) {
   case Opt::dir:
     if (value.empty()) usage(Msg::usage_empty_dir);
@@ -310,6 +323,14 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     o.redis.ratio = static_cast<double>(as_ns->count()) / 1e9;
     break;
   }
+  case Opt::tls_ca:
+  case Opt::tls_cert:
+  case Opt::tls_key: {
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    TlsFiles& f = o.redis.tls;
+    (decl.id == Opt::tls_ca ? f.ca : decl.id == Opt::tls_cert ? f.cert : f.key) = std::string(value);
+    break;
+  }
   case Opt::cache_dir:
     if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
     o.cache.dir = std::string(value);
@@ -332,16 +353,17 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
 }
 
 // CLI11 2.1.2 reads "--dir=" as "--dir" and takes the next word for its
-// value, and accepts "--close=true" for a flag. So every "--NAME=VALUE" word
-// is handed to it with a NUL after VALUE, a byte no argv word can hold: the
-// value is never empty, and never one a flag accepts. unmark() takes it off
-// again; KEY and the command are taken from argv itself.
+// value, accepts "--close=true" for a flag, and takes an empty word for the
+// name of an option group (a subcommand named ""). So every "--NAME=VALUE"
+// word and every empty word is handed to it with a NUL at its end, a byte no
+// argv word can hold: a value is never empty, and never one a flag accepts.
+// unmark() takes it off again; KEY and the command are taken from argv itself.
 std::vector<std::string> mark_equals(int argc, const char* const* argv, int first) {
   std::vector<std::string> args; // reversed, as App::parse wants them
   args.reserve(static_cast<std::size_t>(argc - first));
   for (int i = argc - 1; i >= first; --i) {
     std::string word = argv[i];
-    if (word.starts_with("--") && word.find('=') != std::string::npos) word.push_back('\0');
+    if (word.empty() || (word.starts_with("--") && word.find('=') != std::string::npos)) word.push_back('\0');
     args.push_back(std::move(word));
   }
   return args;
@@ -378,10 +400,22 @@ CLI::Option* declare(CLI::App& app, const OptionDecl& decl, Parsed* p) {
 void declare_options(CLI::App& app, Command command, Parsed* p) {
   app.set_help_flag();  // -h/--help is ours: a flag like the others
   app.prefix_command(); // KEY and the words after it come back verbatim
+  if (p) {
+    // CLI11 checks each new name against every option of its App (quadratic):
+    // the parser spreads the options over option groups by scope, which it
+    // searches like its own. Made after set_help_flag(), so they inherit none.
+    CLI::App* redis = app.add_option_group("redis");
+    CLI::App* cache = command == Command::cache ? app.add_option_group("cache") : nullptr;
+    for (const auto& decl : option_table) {
+      if (!declared_for(decl, command)) continue;
+      CLI::App& owner = decl.scope == Scope::any ? app : decl.scope == Scope::cache ? *cache : *redis;
+      declare(owner, decl, p);
+    }
+    return;
+  }
   for (const auto& decl : option_table) {
     if (!declared_for(decl, command)) continue;
     CLI::Option* opt = declare(app, decl, p);
-    if (p) continue; // the parser needs no texts
     opt->description(std::string(decl.description));
     opt->group(std::string(decl.group));
     if (!decl.default_text.empty()) opt->default_str(std::string(decl.default_text));
@@ -429,6 +463,23 @@ const char* env_value(const EnvLookup& getenv, const char* name) {
   return (v && *v) ? v : nullptr; // an empty variable counts as unset
 }
 
+// The TLS options fit the URL and their files can be used (SPEC §12);
+// `named(id)` is how the user gave the option, for the message.
+template <class Named> void check_tls(const RedisSettings& r, const Named& named) {
+  const TlsFiles& f = r.tls;
+  if (!r.url.tls) {
+    for (auto [id, file] : {std::pair{Opt::tls_ca, &f.ca}, {Opt::tls_cert, &f.cert}, {Opt::tls_key, &f.key}})
+      if (!file->empty())
+        usage(Msg::usage_option_needs, {{"option", named(id)}, {"value", "a rediss:// URL"}});
+    return;
+  }
+  if (!f.cert.empty() && f.key.empty())
+    usage(Msg::usage_option_needs, {{"option", named(Opt::tls_cert)}, {"value", "--tls-key"}});
+  if (!f.key.empty() && f.cert.empty())
+    usage(Msg::usage_option_needs, {{"option", named(Opt::tls_key)}, {"value", "--tls-cert"}});
+  if (auto e = tls_prepare(f)) usage(Msg::usage_tls_setup, {{"error", e->text}});
+}
+
 void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
@@ -453,13 +504,23 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
         o.redis.password = cli_pw;
     }
     if (o.shared) usage(Msg::usage_shared_with_redis);
-    // Environment equivalents of the redis options the command line did not give.
+    // Environment equivalents of the redis options the command line did not
+    // give; those of TLS only for a rediss:// URL.
+    const auto on_command_line = p.given;
+    const auto given = [&](const OptionDecl& d) {
+      return on_command_line[static_cast<std::size_t>(&d - option_table.data())];
+    };
     for (const auto& decl : option_table) {
-      if (decl.scope != Scope::redis || decl.env.empty()) continue;
-      if (p.given[static_cast<std::size_t>(&decl - option_table.data())]) continue;
+      if (decl.env.empty() || given(decl)) continue;
+      if (decl.scope != Scope::redis && !(decl.scope == Scope::tls && o.redis.url.tls)) continue;
       const std::string name(decl.env);
       if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }
+    check_tls(o.redis, [&](Opt id) -> std::string_view {
+      const OptionDecl& d =
+          *std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
+      return given(d) ? long_name(d) : d.env;
+    });
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "messages.hpp"
+#include "redis/tls.hpp"
 #include "redis/url.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
@@ -33,6 +34,7 @@ struct RedisSettings {
   Nanos max_step = std::chrono::milliseconds(500);
   OnLost on_lost = OnLost::warn;
   Nanos kill_after = std::chrono::seconds(10);
+  TlsFiles tls; // rediss:// only
 };
 
 struct CacheSettings {

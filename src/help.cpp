@@ -1,5 +1,7 @@
 #include "help.hpp"
 
+#include "redis/tls.hpp"
+
 #include <CLI/Version.hpp>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -67,9 +69,10 @@ Examples:
 std::string version_text() {
   return fmt::format("bufferlock {}\n"
                      "backends: file, redis\n"
-                     "libraries: hiredis {}.{}.{}, fmt {}.{}.{}, CLI11 {}\n",
+                     "libraries: hiredis {}.{}.{}, fmt {}.{}.{}, CLI11 {}\n"
+                     "tls (rediss://): {}\n",
                      BUFFERLOCK_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, FMT_VERSION / 10000,
-                     FMT_VERSION / 100 % 100, FMT_VERSION % 100, CLI11_VERSION);
+                     FMT_VERSION / 100 % 100, FMT_VERSION % 100, CLI11_VERSION, tls_library_version());
 }
 
 } // namespace bufferlock

@@ -41,6 +41,7 @@ namespace bufferlock {
   X(usage_empty_dir, "--dir needs a directory name")                                                         \
   X(usage_bad_env, "invalid %{option}='%{value}'")                                                           \
   X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                                          \
+  X(usage_tls_setup, "TLS: %{error}")                                                                        \
   X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")                      \
   X(redis_ttl_invalid,                                                                                       \
     "invalid %{option} '%{value}': expected seconds > 0 such as 60, 2.5 or 500ms (at least 1 ms)")           \

@@ -375,17 +375,18 @@ start_auth_server() {
     assert_one_bufferlock_line "127.0.0.1:$port"
     assert_no_secret "$PW"
     run --separate-stderr bl -r "rediss://:$PW@127.0.0.1:$port/0" "$K" true
-    assert_usage_error TLS
+    assert_failure 69
+    assert_one_bufferlock_line "rediss://127.0.0.1:$port"
     assert_no_secret "$PW"
 }
 
 # --- URLs and usage errors -----------------------------------------------------------
 
-@test "redis: rediss:// is a usage error that mentions TLS" {
-    run --separate-stderr bl -r "rediss://127.0.0.1:$REDIS_PORT/0" "$K" touch "$T/ran"
-    assert_usage_error TLS
-    BUFFERLOCK_REDIS="rediss://127.0.0.1:$REDIS_PORT/0" run --separate-stderr bl "$K" touch "$T/ran"
-    assert_usage_error TLS
+@test "redis: rediss:// to a plaintext server is an error (69) that says TLS" {
+    run --separate-stderr bl -r "rediss://127.0.0.1:$REDIS_PORT/0" --connect-timeout 1 --io-timeout 1 \
+        "$K" touch "$T/ran"
+    assert_failure 69
+    assert_one_bufferlock_line "rediss://127.0.0.1:$REDIS_PORT/0" TLS
     assert_file_not_exists "$T/ran"
 }
 

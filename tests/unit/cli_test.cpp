@@ -214,7 +214,24 @@ TEST(Cli, RedisUrlErrorsNeverShowThePassword) {
   const std::string e = usage_error({"-r", "redis://u:hunter2@h:99999", "k", "true"});
   EXPECT_EQ(e.find("hunter2"), std::string::npos);
   EXPECT_NE(e.find("***"), std::string::npos);
-  EXPECT_NE(usage_error({"-r", "rediss://h", "k", "true"}).find("TLS"), std::string::npos);
+  const std::string tls =
+      usage_error({"-r", "rediss://u:hunter2@h", "--tls-ca", "/nonexistent/ca.pem", "k", "true"});
+  EXPECT_NE(tls.find("/nonexistent/ca.pem"), std::string::npos);
+  EXPECT_EQ(tls.find("hunter2"), std::string::npos);
+}
+
+TEST(Cli, TlsOptionsFitTheUrl) {
+  EXPECT_EQ(usage_error({"-r", "redis://h", "--tls-ca", "ca.pem", "k", "true"}),
+            "--tls-ca needs a rediss:// URL");
+  EXPECT_EQ(usage_error({"-r", "rediss://h", "--tls-cert", "c.pem", "k", "true"}),
+            "--tls-cert needs --tls-key");
+  EXPECT_EQ(usage_error({"-r", "rediss://h", "--tls-key", "k.pem", "k", "true"}),
+            "--tls-key needs --tls-cert");
+  EXPECT_NE(usage_error({"--tls-ca", "ca.pem", "k", "true"}).find("is a redis option"), std::string::npos);
+  // The variables are read for rediss:// only: set for a plain URL, they are ignored.
+  Env env{{{"BUFFERLOCK_TLS_CA", "/nonexistent"}, {"BUFFERLOCK_TLS_CERT", "x"}}};
+  EXPECT_TRUE(parse({"-r", "redis://h", "k", "true"}, env).redis.tls.ca.empty());
+  EXPECT_EQ(usage_error({"-r", "rediss://h", "k", "true"}, env), "BUFFERLOCK_TLS_CERT needs --tls-key");
 }
 
 TEST(Cli, RedisTimingOptionsMustBePositive) {
@@ -250,6 +267,15 @@ TEST(CliTraps, AnEmptyEqualsValueIsAValueNotTheNextWord) {
   // A value that is itself "--x=" loses nothing.
   EXPECT_EQ(parse({"-c", "--dir=", "k"}).argv, (Words{"/bin/sh", "-c", "--dir="}));
   EXPECT_EQ(parse({"--command", "--a=b", "k"}).argv, (Words{"/bin/sh", "-c", "--a=b"}));
+}
+
+TEST(CliTraps, AnEmptyWordIsAWordNotAnOptionGroup) {
+  // CLI11 finds its nameless option groups under the name "".
+  EXPECT_EQ(parse({"", "true"}).key, "");
+  EXPECT_EQ(parse({"-r", "redis://h", "", "true", ""}).argv, (Words{"true", ""}));
+  EXPECT_EQ(parse({"cache", "", "true"}).key, "");
+  EXPECT_EQ(usage_error({"-d", "", "k", "true"}), "--dir needs a directory name");
+  EXPECT_EQ(parse({"-c", "", "k"}).argv, (Words{"/bin/sh", "-c", ""}));
 }
 
 TEST(CliTraps, FlagsTakeNoValueNotEvenTrue) {
