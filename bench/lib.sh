@@ -17,6 +17,7 @@ TRUE=/bin/true
 CC=${CC:-cc}
 tmp=
 redis_pid=
+tls_redis_pid=
 errors=0
 OUT=
 
@@ -127,41 +128,91 @@ port_busy() {
         (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null
     fi
 }
-# start_redis: a private server on a free loopback port; sets PORT, redis_pid
-start_redis() {
-    local try i
-    mkdir -p "$tmp/redis"
+# _start_server PIDVAR PORTVAR DIR TLS: a private redis-server on a free
+# loopback port, run in DIR (log DIR/log), with the extra arguments in the
+# array srv_args; TLS=1: TLS only (--port 0 --tls-port PORT).  Ready when
+# redis-cli with the options in the array cli_args answers PING and reports
+# the server's own pid.  Sets PIDVAR (at once, so cleanup can stop it) and
+# PORTVAR; returns 1 if no try came up.
+_start_server() {
+    local -n _pid=$1 _port=$2
+    local dir=$3 tls=$4 try i portargs
+    mkdir -p "$dir"
     for try in 1 2 3 4 5 6 7 8; do
-        PORT=$((20000 + RANDOM % 40000))
-        port_busy "$PORT" && continue
-        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
-            --dir "$tmp/redis" --daemonize no --logfile "$tmp/redis/log" \
+        _port=$((20000 + RANDOM % 40000))
+        port_busy "$_port" && continue
+        portargs=(--port "$_port")
+        ((tls)) && portargs=(--port 0 --tls-port "$_port")
+        redis-server "${portargs[@]}" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$dir" --daemonize no --logfile "$dir/log" "${srv_args[@]}" \
             </dev/null >/dev/null 2>&1 &
-        redis_pid=$!
+        _pid=$!
         for ((i = 0; i < 100; i++)); do
-            if [[ $(redis-cli -p "$PORT" PING 2>/dev/null) == PONG ]]; then
+            if [[ $(redis-cli "${cli_args[@]}" -p "$_port" PING 2>/dev/null) == PONG ]]; then
                 # answering, and it is ours (not a server that was there)
-                [[ $(redis-cli -p "$PORT" INFO server 2>/dev/null |
-                    sed -n 's/^process_id:\([0-9]*\).*/\1/p') == "$redis_pid" ]] && return 0
+                [[ $(redis-cli "${cli_args[@]}" -p "$_port" INFO server 2>/dev/null |
+                    sed -n 's/^process_id:\([0-9]*\).*/\1/p') == "$_pid" ]] && return 0
                 break
             fi
-            kill -0 "$redis_pid" 2>/dev/null || break
+            kill -0 "$_pid" 2>/dev/null || break
             sleep 0.05
         done
-        stop_redis
-        echo "  (port $PORT: redis-server did not come up, try $try)" >&2
+        kill "$_pid" 2>/dev/null || true
+        wait "$_pid" 2>/dev/null || true
+        _pid=
+        echo "  (port $_port: redis-server did not come up, try $try)" >&2
     done
+    return 1
+}
+# start_redis: a private server on a free loopback port; sets PORT, redis_pid
+start_redis() {
+    local srv_args=() cli_args=()
+    _start_server redis_pid PORT "$tmp/redis" 0 && return 0
     echo "$NAME: could not start redis-server; log:" >&2
     tail -n 5 "$tmp/redis/log" >&2 || true
     exit 2
 }
-# stop_redis: stop the server start_redis started, by its pid (if any)
+# make_tls_certs DIR: in DIR, a CA (ca.pem) and a server certificate for
+# IP:127.0.0.1 and DNS:localhost signed by it (server.pem, server.key), EC
+# P-256 keys; returns non-zero if openssl failed
+make_tls_certs() {
+    local d=$1
+    mkdir -p "$d"
+    (
+        set -e
+        cd "$d"
+        openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout ca.key -out ca.pem -subj '/CN=bufferlock bench CA' -days 30 \
+            -addext 'basicConstraints=critical,CA:true' -addext 'keyUsage=critical,keyCertSign'
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout server.key -out server.csr -subj '/CN=bufferlock bench server'
+        printf '%s\n' 'basicConstraints=critical,CA:false' 'extendedKeyUsage=serverAuth' \
+            'subjectAltName=IP:127.0.0.1,DNS:localhost' >server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+            -days 30 -sha256 -extfile server.ext -out server.pem
+    ) >"$d/openssl.log" 2>&1
+}
+# start_tls_redis DIR: a TLS-only private server presenting DIR/server.pem
+# (make_tls_certs); sets TLS_PORT, tls_redis_pid.  Returns 1 (no exit) if it
+# did not come up, e.g. a redis-server built without TLS.
+start_tls_redis() {
+    local d=$1
+    local srv_args=(--tls-cert-file "$d/server.pem" --tls-key-file "$d/server.key"
+        --tls-ca-cert-file "$d/ca.pem" --tls-auth-clients no)
+    local cli_args=(--tls --cacert "$d/ca.pem")
+    _start_server tls_redis_pid TLS_PORT "$tmp/redis-tls" 1
+}
+# stop_redis: stop the servers start_redis and start_tls_redis started, by
+# their pids (if any)
 stop_redis() {
-    if [[ -n $redis_pid ]]; then
-        kill "$redis_pid" 2>/dev/null || true
-        wait "$redis_pid" 2>/dev/null || true
-        redis_pid=
-    fi
+    local p
+    for p in "$redis_pid" "$tls_redis_pid"; do
+        if [[ -n $p ]]; then
+            kill "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
+    done
+    redis_pid='' tls_redis_pid=''
 }
 
 # ------------------------------------------------------------ numbers ------

@@ -12,8 +12,15 @@
 # (c) contended: 8 processes x 50 --wait inf acquisitions around a non-atomic
 #     read-modify-write counter; critical sections per second, redis vs file
 #
-# The script starts its own redis-server (--save '' --appendonly no) on a free
-# 127.0.0.1 port and stops it by pid at exit.  Timing is done by
+# TLS (rediss://), when redis-server can serve TLS: a second, TLS-only server
+# with its own CA and certificate (made with openssl in the temporary
+# directory).  (a) also times bufferlock -r rediss://... --tls-ca CA and the
+# same recipe with redis-cli --tls --cacert CA, in the same interleaved
+# rounds; (b) is repeated over TLS.  If bufferlock rejects rediss:// as a
+# usage error (built without TLS), the TLS figures are skipped with a note.
+#
+# The script starts its own redis-servers (--save '' --appendonly no) on free
+# 127.0.0.1 ports and stops them by pid at exit.  Timing is done by
 # bench/spawn.c (posix_spawn + wait4), built here with cc -O2.
 #
 # Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc).
@@ -48,6 +55,7 @@ CHECK_FMT='  %-42s %10s   target exact       %s\n'
 want redis-server redis-server
 want redis-cli redis-tools
 want valgrind valgrind
+want openssl openssl
 want "$CC" gcc libc6-dev
 install_missing tools
 
@@ -73,10 +81,38 @@ if ! "$BL" -r "$URL" smoke -- "$TRUE"; then
     exit 1
 fi
 
+# TLS: a TLS-only server with its own certificates, if redis-server can do it
+# and bufferlock takes rediss:// (a usage error, 64, means it cannot).
+TLS=0 TLS_URL='' TLS_CA=$tmp/tls/ca.pem tls_note=''
+if ! command -v openssl >/dev/null; then
+    tls_note="openssl not found: TLS figures skipped"
+elif ! make_tls_certs "$tmp/tls"; then
+    err "openssl could not make the TLS certificates: $(tail -n 1 "$tmp/tls/openssl.log")"
+elif ! start_tls_redis "$tmp/tls"; then
+    tls_note="redis-server did not come up with TLS (built without it?): TLS figures skipped"
+else
+    TLS_URL=rediss://127.0.0.1:$TLS_PORT
+    rc=0
+    "$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" smoke -- "$TRUE" 2>"$tmp/tls/smoke.err" || rc=$?
+    if ((rc == 0)); then
+        TLS=1
+    elif ((rc == 64)); then
+        tls_note="bufferlock rejects rediss:// ($(head -n 1 "$tmp/tls/smoke.err")): TLS figures skipped"
+    else
+        err "TLS smoke run failed (status $rc): $BL -r $TLS_URL --tls-ca CA smoke -- $TRUE: $(head -n 1 "$tmp/tls/smoke.err")"
+    fi
+fi
+rcli_tls() { redis-cli --tls --cacert "$TLS_CA" -p "$TLS_PORT" "$@"; }
+
 bench_header redis-lock
 echo "  uptime: $(uptime)"
 echo "  bufferlock: $BL"
 echo "  $(redis-server --version | cut -d' ' -f1-3), pid $redis_pid on $URL"
+if ((TLS)); then
+    echo "  TLS-only server: pid $tls_redis_pid on $TLS_URL ($(openssl version | cut -d' ' -f1-2))"
+else
+    note "${tls_note:-TLS figures skipped}"
+fi
 echo "  driver RSS floor: $("$SPAWN" rss) KiB"
 
 # ------------------------------------------------- (a) uncontended ----------
@@ -84,14 +120,22 @@ echo "  driver RSS floor: $("$SPAWN" rss) KiB"
 # The recipe: SET NX PX, the command, compare-and-delete, with redis-cli.
 # shellcheck disable=SC2016 # $P etc. are expanded by the sh -c of each run
 RECIPE='redis-cli -p "$1" SET k tok NX PX 60000 >/dev/null && /bin/true; redis-cli -p "$1" EVAL "if redis.call(\"get\",KEYS[1])==ARGV[1] then return redis.call(\"del\",KEYS[1]) else return 0 end" 1 k tok >/dev/null'
+# The same over TLS: every redis-cli gets --tls --cacert CA ($2).
+# shellcheck disable=SC2016
+RECIPE_TLS=${RECIPE//'redis-cli -p "$1"'/'redis-cli --tls --cacert "$2" -p "$1"'}
 tools_a=(true bufferlock redis-cli)
+((TLS)) && tools_a+=(bufferlock-tls redis-cli-tls)
 cmd_a() {
     case $1 in
         true) CMD=("$TRUE") ;;
         bufferlock) CMD=("$BL" -r "$URL" k -- "$TRUE") ;;
         redis-cli) CMD=(/bin/sh -c "$RECIPE" sh "$PORT") ;;
+        bufferlock-tls) CMD=("$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" k -- "$TRUE") ;;
+        redis-cli-tls) CMD=(/bin/sh -c "$RECIPE_TLS" sh "$TLS_PORT" "$TLS_CA") ;;
     esac
 }
+# recipe_of TOOL: the recipe TOOL's xrecipe ratio is taken against (the same transport)
+recipe_of() { [[ $1 == *-tls ]] && echo redis-cli-tls || echo redis-cli; }
 
 A_DIR=$tmp/a
 mkdir "$A_DIR"
@@ -100,18 +144,22 @@ time_rounds "$A_DIR" "$A_ROUNDS" "$A_BATCH" "$A_BATCH" "${tools_a[@]}"
 for t in "${tools_a[@]}"; do
     ((a_fail[$t] == 0)) || err "$t: some uncontended runs exited non-zero"
 done
-printf '  %-11s %6s %9s %9s %7s %9s %15s\n' tool runs mean_us median_us xtrue xrecipe \
+printf '  %-14s %6s %9s %9s %7s %9s %15s\n' tool runs mean_us median_us xtrue xrecipe \
     maxrss_KiB_med/max
 for t in "${tools_a[@]}"; do
-    printf '  %-11s %6s %9s %9s %7s %9s %15s\n' "$t" "${a_n[$t]}" \
+    printf '  %-14s %6s %9s %9s %7s %9s %15s\n' "$t" "${a_n[$t]}" \
         "$(us "${a_mean[$t]}")" "$(us "${a_med[$t]}")" \
         "$(ratio "${a_med[$t]}" "${a_med[true]}")" \
-        "$(ratio "${a_med[$t]}" "${a_med[redis-cli]}")" \
+        "$(ratio "${a_med[$t]}" "${a_med[$(recipe_of "$t")]}")" \
         "${a_rssmed[$t]}/${a_rss[$t]}"
 done
 echo "  (ratios of medians; wall = posix_spawn .. wait4; redis-cli = sh -c 'redis-cli SET k tok"
 echo "   NX PX 60000 && /bin/true; redis-cli EVAL <compare-and-delete> 1 k tok'; maxrss from"
 echo "   wait4 includes the waited-for children and cannot go below the driver floor)"
+if ((TLS)); then
+    echo "  (*-tls: the same over $TLS_URL; bufferlock-tls = bufferlock -r rediss://... --tls-ca CA,"
+    echo "   redis-cli-tls = the recipe with redis-cli --tls --cacert CA; xrecipe against redis-cli-tls)"
+fi
 
 # Instruction counts.  The redis path forks the command, so the bufferlock
 # process itself runs to the end and callgrind prints its 'Collected' total
@@ -147,28 +195,48 @@ hr "(b) hand-off latency with --wait: $B_REPS hand-offs"
 # exits; bufferlock then releases (compare-and-delete + wake push).  The
 # waiter, started after "ready" and given B_DELAY_MS to be waiting, runs
 # clocknow.  A fresh key per hand-off, so no wake entry is left over.
-: >"$tmp/b.dat"
-for ((i = 0; i < B_REPS; i++)); do
-    "$SPAWN" pair "$B_DELAY_MS" -- "$BL" -r "$URL" "hand$i" -- "$CLOCKNOW" hold \
-        ::: "$BL" -r "$URL" -w 10 "hand$i" -- "$CLOCKNOW" >>"$tmp/b.dat" || true
-done
-read -r b_n b_p50 b_p90 b_p99 b_max b_waiting b_early b_nan < <(sort -g -k1,1 "$tmp/b.dat" | awk '
-    $1 == "nan" { nan++; next }
-    $3 != 0 || $4 != 0 { nan++; next }
-    { v[++n] = $1; if ($2 == 1) w++; if ($1 < 0) e++ }
-    function pct(p) { return n ? v[int(n * p + 0.999999)] : "-" }
-    END { printf "%d %s %s %s %s %d %d %d\n", n, pct(0.5), pct(0.9), pct(0.99), pct(1), w, e, nan }')
-printf '  %5s %9s %9s %9s %9s %8s\n' n p50_ms p90_ms p99_ms max_ms waiting
-printf '  %5s %9s %9s %9s %9s %8s\n' "$b_n" "$(ms "$b_p50")" "$(ms "$b_p90")" "$(ms "$b_p99")" \
-    "$(ms "$b_max")" "$b_waiting/$b_n"
-((b_early == 0)) || err "(b) waiter's command started before the holder's command ended $b_early times"
-((b_n > 0)) || err "(b) no hand-off succeeded"
-((b_nan == 0)) || err "(b) $b_nan hand-offs failed (a side exited non-zero or printed nothing)"
-((b_waiting == b_n)) || note "(b) the waiter was still running after ${B_DELAY_MS} ms only $b_waiting/$b_n times"
+# handoff DAT BACKEND-OPTIONS...: B_REPS hand-offs between two bufferlocks
+# run with BACKEND-OPTIONS, lines to DAT; sets h_n h_p50 h_p90 h_p99 h_max
+# h_waiting h_early h_nan
+handoff() {
+    local dat=$1 i
+    shift
+    : >"$dat"
+    for ((i = 0; i < B_REPS; i++)); do
+        "$SPAWN" pair "$B_DELAY_MS" -- "$BL" "$@" "hand$i" -- "$CLOCKNOW" hold \
+            ::: "$BL" "$@" -w 10 "hand$i" -- "$CLOCKNOW" >>"$dat" || true
+    done
+    read -r h_n h_p50 h_p90 h_p99 h_max h_waiting h_early h_nan < <(sort -g -k1,1 "$dat" | awk '
+        $1 == "nan" { nan++; next }
+        $3 != 0 || $4 != 0 { nan++; next }
+        { v[++n] = $1; if ($2 == 1) w++; if ($1 < 0) e++ }
+        function pct(p) { return n ? v[int(n * p + 0.999999)] : "-" }
+        END { printf "%d %s %s %s %s %d %d %d\n", n, pct(0.5), pct(0.9), pct(0.99), pct(1), w, e, nan }')
+}
+# handoff_report LABEL: print the h_* figures as one row and check them
+handoff_report() {
+    printf '  %-6s %5s %9s %9s %9s %9s %8s\n' "$1" "$h_n" "$(ms "$h_p50")" "$(ms "$h_p90")" \
+        "$(ms "$h_p99")" "$(ms "$h_max")" "$h_waiting/$h_n"
+    ((h_early == 0)) || err "(b) $1: waiter's command started before the holder's command ended $h_early times"
+    ((h_n > 0)) || err "(b) $1: no hand-off succeeded"
+    ((h_nan == 0)) || err "(b) $1: $h_nan hand-offs failed (a side exited non-zero or printed nothing)"
+    ((h_waiting == h_n)) || note "(b) $1: the waiter was still running after ${B_DELAY_MS} ms only $h_waiting/$h_n times"
+}
+printf '  %-6s %5s %9s %9s %9s %9s %8s\n' url n p50_ms p90_ms p99_ms max_ms waiting
+handoff "$tmp/b.dat" -r "$URL"
+handoff_report redis
+b_n=$h_n b_p50=$h_p50 b_p90=$h_p90 b_p99=$h_p99 b_max=$h_max b_early=$h_early
+bt_n='' bt_p50='' bt_p90='' bt_p99='' bt_max='' bt_early=0
+if ((TLS)); then
+    handoff "$tmp/b-tls.dat" -r "$TLS_URL" --tls-ca "$TLS_CA"
+    handoff_report rediss
+    bt_n=$h_n bt_p50=$h_p50 bt_p90=$h_p90 bt_p99=$h_p99 bt_max=$h_max bt_early=$h_early
+fi
 echo "  latency = waiter's command's first CLOCK_MONOTONIC - the holder's command's LAST"
 echo "  reading (just before it exits).  It includes that command's exit, bufferlock's reap"
 echo "  of it, the release (compare-and-delete + wake push), the waiter's wake from BLPOP,"
 echo "  its SET NX, and its fork + exec of clocknow.  Nearest-rank percentiles."
+((TLS)) && echo "  (rediss: the same with -r $TLS_URL --tls-ca CA; both sides keep their TLS connections)"
 
 # ------------------------------------------------- (c) contended ------------
 
@@ -189,17 +257,25 @@ echo "  (redis: bufferlock -r URL -w inf; file: bufferlock -d DIR -w inf; $C_CHU
 hr "leftovers on the server"
 # Every lock was released: no buffer:lock:<md5> key may remain, and no key
 # at all may be left without a TTL (wake lists expire after 2 s).
-# shellcheck disable=SC2016 # Lua, not shell
-left=$(rcli EVAL 'local l, n = 0, 0
+# leftovers CLI...: "LOCKS NOTTL" on the server that CLI (rcli, rcli_tls) reaches
+leftovers() {
+    # shellcheck disable=SC2016 # Lua, not shell
+    "$@" EVAL 'local l, n = 0, 0
 for _, k in ipairs(redis.call("keys", "buffer:lock:*")) do
   if not string.find(k, ":wake$") then l = l + 1 end
 end
 for _, k in ipairs(redis.call("keys", "*")) do
   if redis.call("pttl", k) == -1 then n = n + 1 end
 end
-return {l, n}' 0 | tr '\n' ' ')
-read -r left_locks left_nottl <<<"$left"
-echo "  lock keys left: ${left_locks:-?}   keys without a TTL: ${left_nottl:-?}"
+return {l, n}' 0 | tr '\n' ' '
+}
+read -r left_locks left_nottl <<<"$(leftovers rcli)"
+if ((TLS)); then
+    read -r tl tn <<<"$(leftovers rcli_tls)"
+    [[ -n $left_locks && -n $tl ]] && left_locks=$((left_locks + tl)) || left_locks=''
+    [[ -n $left_nottl && -n $tn ]] && left_nottl=$((left_nottl + tn)) || left_nottl=''
+fi
+echo "  lock keys left: ${left_locks:-?}   keys without a TTL: ${left_nottl:-?}$( ((TLS)) && echo ' (both servers)')"
 [[ ${left_locks:-x} == 0 ]] || err "lock keys left on the server after every holder exited: ${left_locks:-?}"
 [[ ${left_nottl:-x} == 0 ]] || err "keys without a TTL on the server: ${left_nottl:-?}"
 
@@ -224,6 +300,21 @@ else
     target "(b) hand-off p99, ms" - '<=' 10
 fi
 echo "      (p90 $(ms "$b_p90") ms, max $(ms "$b_max") ms over $b_n hand-offs)"
+if ((TLS)); then
+    target "(a) TLS bufferlock/TLS recipe, median" \
+        "$(ratio "${a_med[bufferlock-tls]}" "${a_med[redis-cli-tls]}")" '<=' 0.2
+    if ((bt_early == 0)); then
+        target "(b) TLS hand-off p50, ms" "$(ms "$bt_p50")" '<=' 3
+    else
+        target "(b) TLS hand-off p50, ms" - '<=' 3
+    fi
+    echo "      (TLS: bufferlock median $(us "${a_med[bufferlock-tls]}") us, recipe $(us "${a_med[redis-cli-tls]}") us;" \
+        "hand-off p90 $(ms "$bt_p90") ms, p99 $(ms "$bt_p99") ms, max $(ms "$bt_max") ms over $bt_n)"
+else
+    target "(a) TLS bufferlock/TLS recipe, median" - '<=' 0.2
+    target "(b) TLS hand-off p50, ms" - '<=' 3
+    echo "      (TLS not measured: ${tls_note:-see above})"
+fi
 check "(c) counters end at $C_TOTAL" "$cs_verdict"
 c_ratio=-
 [[ ${cs_ok[redis]} == OK && ${cs_ok[file]} == OK ]] && c_ratio=$(ratio "${cs_rate[redis]}" "${cs_rate[file]}")

@@ -12,10 +12,14 @@
 # Servers are started with `start_redis_as NAME [redis-server args...]`, which
 # sets NAME_PORT, NAME_PID, NAME_URL, NAME_DIR, NAME_SOCK (unix servers) and the
 # array NAME_ARGS.  `start_redis` is `start_redis_as REDIS` plus export, the
-# suite's shared server.  Every server is recorded in a PID registry (per test
-# when started inside a test, per file when started in setup_file) and stopped
-# by PID -- never by name -- in teardown, even when the test failed.  A server
-# stopped with SIGSTOP is resumed (SIGCONT) before it is terminated.
+# suite's shared server.  A TLS-only server (tls_helpers.bash) is started the
+# same way with REDIS_SPAWN_TLS_CA (and _CERT, _KEY, _INSECURE) set around the
+# call; NAME_TLS_CA, NAME_TLS_CERT, NAME_TLS_KEY and NAME_TLS_INSECURE record
+# them for rcli_to and restart_redis (empty for a plain server).  Every server
+# is recorded in a PID registry (per test when started inside a test, per file
+# when started in setup_file) and stopped by PID -- never by name -- in
+# teardown, even when the test failed.  A server stopped with SIGSTOP is
+# resumed (SIGCONT) before it is terminated.
 
 load helpers
 
@@ -115,20 +119,39 @@ rcli_raw() {
     timeout 10 "$REDIS_CLI_BIN" --no-auth-warning "$@"
 }
 
-# _redis_ping_ok PORT SOCK: the server answers (PONG, or NOAUTH when it wants a password).
+# _redis_tls_opts CA CERT KEY INSECURE: set _REDIS_TLS_OPTS to redis-cli's
+# options for a TLS server (none when CA is empty: a plain server).  INSECURE
+# non-empty: skip the verification of the server's certificate (for a server
+# whose certificate is meant to fail it, e.g. an expired one).
+_redis_tls_opts() {
+    _REDIS_TLS_OPTS=()
+    [[ -n ${1:-} ]] || return 0
+    _REDIS_TLS_OPTS=(--tls --cacert "$1")
+    [[ -n ${2:-} ]] && _REDIS_TLS_OPTS+=(--cert "$2" --key "$3")
+    [[ -n ${4:-} ]] && _REDIS_TLS_OPTS+=(--insecure)
+    return 0
+}
+
+# _redis_ping_ok PORT SOCK: the server answers (PONG, or NOAUTH when it wants a
+# password), over TLS when REDIS_SPAWN_TLS_CA is set.
 _redis_ping_ok() {
     local out
     if [[ -n $2 ]]; then
         out=$(timeout 2 "$REDIS_CLI_BIN" --no-auth-warning -s "$2" ping 2>&1) || true
     else
-        out=$(timeout 2 "$REDIS_CLI_BIN" --no-auth-warning -h 127.0.0.1 -p "$1" ping 2>&1) || true
+        _redis_tls_opts "${REDIS_SPAWN_TLS_CA:-}" "${REDIS_SPAWN_TLS_CERT:-}" \
+            "${REDIS_SPAWN_TLS_KEY:-}" "${REDIS_SPAWN_TLS_INSECURE:-}"
+        out=$(timeout 2 "$REDIS_CLI_BIN" --no-auth-warning "${_REDIS_TLS_OPTS[@]}" \
+            -h 127.0.0.1 -p "$1" ping 2>&1) || true
     fi
     [[ $out == PONG || $out == *NOAUTH* ]]
 }
 
 # _redis_spawn DIR PORT SOCK ARGS...: start one server and wait (bounded) until it
 # answers.  Sets _REDIS_SPAWNED_PID.  Returns 1 if the server died (e.g. the port
-# was taken in between), 2 if it never answered.
+# was taken in between), 2 if it never answered.  With REDIS_SPAWN_TLS_CA set,
+# PORT is a TLS port (--port 0 --tls-port PORT; the certificate options are
+# among ARGS) and the readiness check goes over TLS.
 _redis_spawn() {
     local dir=$1 port=$2 sock=$3 pid i
     shift 3
@@ -136,6 +159,8 @@ _redis_spawn() {
         --dir "$dir" --logfile '' --protected-mode no)
     if [[ -n $sock ]]; then
         conf=(--port 0 --unixsocket "$sock" --unixsocketperm 700 "${conf[@]}")
+    elif [[ -n ${REDIS_SPAWN_TLS_CA:-} ]]; then
+        conf=(--port 0 --tls-port "$port" "${conf[@]}")
     else
         conf=(--port "$port" "${conf[@]}")
     fi
@@ -164,6 +189,10 @@ _redis_set_vars() {
     printf -v "${name}_PID" '%s' "$pid"
     printf -v "${name}_DIR" '%s' "$dir"
     printf -v "${name}_SOCK" '%s' "$sock"
+    printf -v "${name}_TLS_CA" '%s' "${REDIS_SPAWN_TLS_CA:-}"
+    printf -v "${name}_TLS_CERT" '%s' "${REDIS_SPAWN_TLS_CERT:-}"
+    printf -v "${name}_TLS_KEY" '%s' "${REDIS_SPAWN_TLS_KEY:-}"
+    printf -v "${name}_TLS_INSECURE" '%s' "${REDIS_SPAWN_TLS_INSECURE:-}"
     if [[ -n $sock ]]; then
         printf -v "${name}_URL" 'unix://%s' "$sock"
     else
@@ -256,7 +285,10 @@ start_replica_as() {
 restart_redis() {
     local name=$1 try rc
     local -n _pid_ref="${name}_PID" _port_ref="${name}_PORT" _dir_ref="${name}_DIR" \
-        _sock_ref="${name}_SOCK" _a_ref="${name}_ARGS"
+        _sock_ref="${name}_SOCK" _a_ref="${name}_ARGS" _ca_ref="${name}_TLS_CA" \
+        _cert_ref="${name}_TLS_CERT" _key_ref="${name}_TLS_KEY" _ins_ref="${name}_TLS_INSECURE"
+    local REDIS_SPAWN_TLS_CA=${_ca_ref:-} REDIS_SPAWN_TLS_CERT=${_cert_ref:-} \
+        REDIS_SPAWN_TLS_KEY=${_key_ref:-} REDIS_SPAWN_TLS_INSECURE=${_ins_ref:-}
     stop_redis "$_pid_ref"
     [[ -n $_sock_ref ]] && rm -f -- "$_sock_ref"
     for ((try = 0; try < 40; try++)); do
@@ -324,15 +356,17 @@ pause_redis_clients() {
 
 # --- talking to servers ---------------------------------------------------------------
 
-# rcli_to NAME ARGS...: redis-cli against NAME's server (port or socket).
-# Give a password with REDISCLI_AUTH=... in front.
+# rcli_to NAME ARGS...: redis-cli against NAME's server (port or socket; over
+# TLS for a TLS server).  Give a password with REDISCLI_AUTH=... in front.
 rcli_to() {
-    local -n _port_ref="$1_PORT" _sock_ref="$1_SOCK"
+    local -n _port_ref="$1_PORT" _sock_ref="$1_SOCK" _ca_ref="$1_TLS_CA" \
+        _cert_ref="$1_TLS_CERT" _key_ref="$1_TLS_KEY" _ins_ref="$1_TLS_INSECURE"
     shift
     if [[ -n ${_sock_ref:-} ]]; then
         rcli_raw -s "$_sock_ref" "$@"
     else
-        rcli_raw -h 127.0.0.1 -p "$_port_ref" "$@"
+        _redis_tls_opts "${_ca_ref:-}" "${_cert_ref:-}" "${_key_ref:-}" "${_ins_ref:-}"
+        rcli_raw "${_REDIS_TLS_OPTS[@]}" -h 127.0.0.1 -p "$_port_ref" "$@"
     fi
 }
 
@@ -427,6 +461,12 @@ redis_teardown_file() {
 
 redis_setup() {
     common_setup
+    redis_reset_shared
+}
+
+# redis_reset_shared: the shared server is up; FLUSHALL and SCRIPT FLUSH it
+# (the part of redis_setup after common_setup, for files with their own setup).
+redis_reset_shared() {
     [[ -n ${REDIS_PORT:-} ]] || fail "no shared redis server (redis_setup_file not run?)"
     _is_redis_pid "$REDIS_PID" || fail "the shared redis server (pid $REDIS_PID) is gone"
     [[ $(rcli FLUSHALL) == OK ]] || fail "FLUSHALL on the shared server failed"
