@@ -23,7 +23,9 @@
 # 127.0.0.1 ports and stops them by pid at exit.  Timing is done by
 # bench/spawn.c (posix_spawn + wait4), built here with cc -O2.
 #
-# Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc).
+# Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc),
+# BUFFERLOCK_BASELINE (optional: an earlier bufferlock binary, measured on the
+# plain redis:// path in the same interleaved rounds, for before/after figures).
 # Exit status: 0 unless a run failed or a correctness check failed (counter
 # not exact, waiter ran before the holder's command ended, lock keys left
 # behind or without a TTL).  Missed performance targets are reported in the
@@ -125,10 +127,13 @@ RECIPE='redis-cli -p "$1" SET k tok NX PX 60000 >/dev/null && /bin/true; redis-c
 RECIPE_TLS=${RECIPE//'redis-cli -p "$1"'/'redis-cli --tls --cacert "$2" -p "$1"'}
 tools_a=(true bufferlock redis-cli)
 ((TLS)) && tools_a+=(bufferlock-tls redis-cli-tls)
+BASELINE=${BUFFERLOCK_BASELINE:-}
+[[ -n $BASELINE ]] && tools_a+=(baseline)
 cmd_a() {
     case $1 in
         true) CMD=("$TRUE") ;;
         bufferlock) CMD=("$BL" -r "$URL" k -- "$TRUE") ;;
+        baseline) CMD=("$BASELINE" -r "$URL" k -- "$TRUE") ;;
         redis-cli) CMD=(/bin/sh -c "$RECIPE" sh "$PORT") ;;
         bufferlock-tls) CMD=("$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" k -- "$TRUE") ;;
         redis-cli-tls) CMD=(/bin/sh -c "$RECIPE_TLS" sh "$TLS_PORT" "$TLS_CA") ;;
@@ -177,6 +182,12 @@ if [[ -n $VALGRIND ]]; then
         >/dev/null 2>"$d/log" || true
     ir_parent=$(cg_collected "$d/log")
     ir_child=$(cg_parts_sum "$d")
+    if [[ -n $BASELINE ]]; then
+        "$VALGRIND" --tool=callgrind --trace-children=no --callgrind-out-file=/dev/null \
+            "$BASELINE" -r "$URL" cgkey -- "$TRUE" >/dev/null 2>"$d/log.baseline" || true
+        ir_baseline=$(cg_collected "$d/log.baseline")
+        printf '  %-44s %10s\n' "baseline process, whole run ('Collected')" "${ir_baseline:--}"
+    fi
     "$VALGRIND" --tool=callgrind --callgrind-out-file=/dev/null "$TRUE" 2>"$d/log.true" || true
     ir_true=$(cg_collected "$d/log.true")
     printf '  %-44s %10s\n' "bufferlock process, whole run ('Collected')" "${ir_parent:--}" \
@@ -290,6 +301,10 @@ echo "  bufferlock median $(us "${a_med[bufferlock]}") us, true $(us "${a_med[tr
 echo "  bufferlock Ir: process ${ir_parent:--} ('Collected', --trace-children=no), child to exec ${ir_child:--}"
 echo "  bufferlock peak RSS: median ${a_rssmed[bufferlock]} KiB, max ${a_rss[bufferlock]} KiB" \
     "(bare true ${a_rss[true]} KiB, driver floor included)"
+if [[ -n $BASELINE ]]; then
+    echo "  baseline ($BASELINE): median $(us "${a_med[baseline]}") us, Ir ${ir_baseline:--};" \
+        "bufferlock/baseline median wall $(ratio "${a_med[bufferlock]}" "${a_med[baseline]}")x"
+fi
 target "(a) bufferlock/true, median wall" "$(ratio "${a_med[bufferlock]}" "${a_med[true]}")" '<=' 2.3
 target "(a) bufferlock/redis-cli recipe, median" "$(ratio "${a_med[bufferlock]}" "${a_med[redis-cli]}")" '<=' 0.16
 if ((b_early == 0)); then # latencies of a lock that let the waiter in early mean nothing
