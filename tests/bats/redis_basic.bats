@@ -229,7 +229,23 @@ teardown() { redis_teardown; }
     assert_usage_error
 }
 
-# --- unix sockets and databases ------------------------------------------------------
+# --- transports: IPv6, unix sockets, databases -------------------------------------------
+
+@test "redis: an IPv6 address ([::1]) connects" {
+    ip -6 addr show dev lo 2>/dev/null | grep -q '::1' || skip "no IPv6 loopback here"
+    start_redis_as V6 --bind '127.0.0.1 ::1'
+    run --separate-stderr bl -v -r "redis://[::1]:$V6_PORT/0" "$K" echo ran
+    assert_success
+    assert_output ran
+    assert_regex "$stderr" "redis://\\[::1\\]:$V6_PORT/0"
+}
+
+@test "redis: the command inherits no socket of ours (CLOEXEC from the start)" {
+    # shellcheck disable=SC2016 # expanded by the command's shell
+    run --separate-stderr bl -r "$REDIS_URL" "$K" sh -c 'ls -l /proc/$$/fd | grep -c socket: || true'
+    assert_success
+    assert_output 0
+}
 
 @test "redis: unix:// socket URL" {
     start_redis_unix_as SOCK
