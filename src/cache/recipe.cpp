@@ -231,7 +231,10 @@ int cache_main(const Options& o) {
   if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force)
     return serve(o, store, found.entry);
 
-  // A miss: the directory must exist (0700) before its locks/ and entries.
+  // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
+  // entry or lock files opened from here on.
+  fill_std_fds();
+  // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
   const std::unique_ptr<Lock> lock = make_lock(o, store.dir() + "/locks");
