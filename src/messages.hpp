@@ -94,6 +94,7 @@ namespace bufferlock {
   X(cache_entry_too_large, "output of '%{key}' not stored: it is larger than --max-entry (%{size} bytes)")   \
   X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \
   X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry")      \
+  X(cache_store_unavailable, "--store redis is not implemented yet; entries can only be kept in files")      \
   X(cache_hit, "served '%{key}' from %{path}")                                                               \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")
 

@@ -211,6 +211,12 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
+  // Parsed and checked (SPEC §10), but entries on Redis are not there yet:
+  // refuse rather than silently keep them in files no other machine sees.
+  if (o.cache.store == CacheStoreKind::redis) {
+    diag::error(message(Msg::cache_store_unavailable));
+    return o.error_exit;
+  }
   const CacheStore store(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
   if (o.cache.gc) return gc(o, store);
   if (o.cache.list) return list(store.list());

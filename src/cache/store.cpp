@@ -51,6 +51,18 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
   return h.digest();
 }
 
+// Reads the start of an entry file of `size` bytes into `head`: one read of
+// up to small_read bytes (for most entries, the whole file), and a second
+// one when the header is longer than that (a long key or many dependencies).
+bool read_head(int fd, std::uint64_t size, std::string& head) {
+  head.assign(std::min<std::uint64_t>(size, small_read), '\0');
+  if (!pread_all(fd, head.data(), head.size(), 0)) return false;
+  const auto header_size = encoded_header_size(head);
+  if (!header_size || *header_size <= head.size() || *header_size > size) return true;
+  head.resize(*header_size);
+  return pread_all(fd, head.data(), head.size(), 0);
+}
+
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
 // replaced by a newer entry since we looked).
 void unlink_if_same(const std::string& path, int fd) {
@@ -70,20 +82,10 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     return std::nullopt;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::string head(std::min<std::uint64_t>(size, small_read), '\0');
-  if (!pread_all(fd, head.data(), head.size(), 0)) {
+  std::string head;
+  if (!read_head(fd, size, head)) {
     why = "cannot read it";
     return std::nullopt;
-  }
-  if (const auto header_size = encoded_header_size(head)) {
-    // A key longer than the first read: read the whole header.
-    if (*header_size > head.size() && *header_size <= size) {
-      head.resize(*header_size);
-      if (!pread_all(fd, head.data(), head.size(), 0)) {
-        why = "cannot read it";
-        return std::nullopt;
-      }
-    }
   }
   auto h = decode_header(head, why);
   if (!h) return std::nullopt;
@@ -260,13 +262,8 @@ std::vector<ListedEntry> CacheStore::list() const {
     UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st {};
     if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    std::string head(std::min<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), small_read), '\0');
-    if (!pread_all(fd.get(), head.data(), head.size(), 0)) continue;
-    const auto header_size = encoded_header_size(head);
-    if (header_size && *header_size > head.size() && *header_size <= static_cast<std::uint64_t>(st.st_size)) {
-      head.resize(*header_size);
-      if (!pread_all(fd.get(), head.data(), head.size(), 0)) continue;
-    }
+    std::string head;
+    if (!read_head(fd.get(), static_cast<std::uint64_t>(st.st_size), head)) continue;
     std::string why;
     const auto h = decode_header(head, why);
     if (!h || h->file_size() != static_cast<std::uint64_t>(st.st_size)) continue;
