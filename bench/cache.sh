@@ -8,6 +8,7 @@
 #     built) vs `cat FILE` of the same size, 4 KiB and 100 MiB payloads, output
 #     to /dev/null and to a pipe the driver drains; bare /bin/true as the
 #     reference; peak RSS (ru_maxrss)
+#     a hit of an entry with 3 --depends paths (one stat each) vs a plain hit
 # (b) 100 concurrent callers of a missing key whose build takes 1 s: wall time
 #     from the first start to the last exit, and the number of builds
 #
@@ -74,7 +75,16 @@ for s in small large; do
     fi
 done
 
-# tool names: true | {cat,cache}.{small,large}.{null,pipe}
+# An entry of the small payload with 3 dependencies (--depends).
+for f in d1 d2 d3; do : >"$tmp/$f"; done
+DEPS=(--depends "$tmp/d1" --depends "$tmp/d2" --depends "$tmp/d3")
+"$BL" cache --cache-dir "$D" "${DEPS[@]}" k.dep -- "$CAT" "$tmp/p.small" >/dev/null ||
+    err "building the entry with dependencies failed"
+if ! "$BL" cache --cache-dir "$D" "${DEPS[@]}" k.dep -- /bin/false | cmp -s - "$tmp/p.small"; then
+    err "a hit on the entry with dependencies did not print the payload"
+fi
+
+# tool names: true | {cat,cache,deps}.{small,large}.{null,pipe}
 cmd_a() {
     local what=${1%%.*} rest=${1#*.}
     local size=${rest%%.*}
@@ -83,6 +93,7 @@ cmd_a() {
         true) CMD=("$TRUE") OUT=null ;;
         cat) CMD=("$CAT" "$tmp/p.$size") ;;
         cache) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
+        deps) CMD=("$BL" cache --cache-dir "$D" "${DEPS[@]}" k.dep -- /bin/false) ;;
     esac
 }
 # run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
@@ -107,6 +118,7 @@ print_group() {
         maxrss_KiB_med/max
     for t in "$@"; do
         local cat_t=${t/cache./cat.}
+        cat_t=${cat_t/deps./cat.}
         printf '  %-17s %6s %10s %10s %7s %8s %15s\n' "$t" "${a_n[$t]}" \
             "$(us "${a_mean[$t]}")" "$(us "${a_med[$t]}")" \
             "$(ratio "${a_med[$t]}" "${a_med[$ref]:-}")" \
@@ -115,7 +127,7 @@ print_group() {
     done
 }
 
-small=(true cat.small.null cache.small.null cat.small.pipe cache.small.pipe)
+small=(true cat.small.null cache.small.null deps.small.null cat.small.pipe cache.small.pipe)
 large=(cat.large.null cache.large.null cat.large.pipe cache.large.pipe)
 hr "(a) hits, 4 KiB payload: $S_ROUNDS interleaved rounds x $S_BATCH runs per tool"
 run_group "$S_ROUNDS" "$S_BATCH" "${small[@]}"
@@ -178,6 +190,10 @@ hit_vs_cat() {
 }
 target "(a) hit/cat 4 KiB, /dev/null" "$(hit_vs_cat small null)" '<=' 1.2
 target "(a) hit/cat 4 KiB, pipe" "$(hit_vs_cat small pipe)" '<=' 1.2
+target "(a) hit with 3 --depends / plain hit, 4 KiB" "$(
+    ((a_fail[deps.small.null] || a_fail[cache.small.null])) ||
+        ratio "${a_med[deps.small.null]}" "${a_med[cache.small.null]}"
+)" '<=' 1.05
 target "(a) hit/cat 100 MiB, /dev/null" "$(hit_vs_cat large null)" '<=' 1.1
 target "(a) hit/cat 100 MiB, pipe" "$(hit_vs_cat large pipe)" '<=' 1.1
 for t in cache.small.null cache.small.pipe cache.large.null cache.large.pipe; do

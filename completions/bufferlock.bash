@@ -45,6 +45,7 @@ _bufferlock_options()
             ;;
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
+                --depends --keep-stderr --force --store --max-entry --list
                 --drop --gc $backend $wait $busy --error-exit --fail-open
                 -c --command $redis $redis_wait $redis_run $messages"
             ;;

@@ -16,8 +16,10 @@
 // options of the subcommand that argv names are declared (ARCHITECTURE.md).
 #include "cli.hpp"
 
+#include "cache/depends.hpp"
 #include "help.hpp"
 #include "messages.hpp"
+#include "util/size.hpp"
 
 #include <CLI/App.hpp>
 #include <CLI/Config.hpp> // ConfigBase's members: App's constructor needs them
@@ -72,6 +74,12 @@ enum class Opt {
   stale_if_error,
   drop,
   gc,
+  depends,
+  keep_stderr,
+  force,
+  store,
+  max_entry,
+  list,
 };
 
 // Which subcommands know an option: every one, those of the redis backend
@@ -101,7 +109,7 @@ constexpr std::string_view g_cache = "Cache";
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 37> option_table = {{
+constexpr std::array<OptionDecl, 43> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -166,6 +174,23 @@ constexpr std::array<OptionDecl, 37> option_table = {{
      "", "", Scope::cache},
     {Opt::stale_if_error, "--stale-if-error", "", g_cache,
      "when the rebuild fails, serve the expired entry (exit 0)", "", "", Scope::cache},
+    {Opt::depends, "--depends", "PATH", g_cache,
+     "the entry is out of date when PATH's size, mtime, device or inode change, or PATH appears or "
+     "vanishes (repeatable)",
+     "", "", Scope::cache},
+    {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
+     "", "", Scope::cache},
+    {Opt::force, "--force", "", g_cache,
+     "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
+     Scope::cache},
+    {Opt::store, "--store", "file|redis", g_cache,
+     "where entries live: the cache directory, or (not implemented yet) the Redis server", "file",
+     "BUFFERLOCK_CACHE_STORE", Scope::cache},
+    {Opt::max_entry, "--max-entry", "SIZE", g_cache,
+     "redis store (not implemented yet): a larger output is not stored (suffix K, M or G)", "64M", "",
+     Scope::cache},
+    {Opt::list, "--list", "", g_cache, "print age (s), size and key of every entry, newest first", "", "",
+     Scope::cache},
     {Opt::drop, "--drop", "", g_cache, "remove KEY's entry (exit 0 even if there is none)", "", "",
      Scope::cache},
     {Opt::gc, "--gc", "", g_cache,
@@ -258,6 +283,8 @@ struct Parsed {
   std::optional<std::string> shell_before_key;
   std::string first_redis_option; // for the "not with the file backend" error
   bool no_fork = false;
+  int redis_options = 0;                         // --store redis wants one server
+  std::optional<std::string> store;              // --store as given
   std::array<bool, option_table.size()> given{}; // on the command line
 };
 
@@ -273,7 +300,10 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     if (value.empty()) usage(Msg::usage_empty_dir);
     p.dir = std::string(value);
     break;
-  case Opt::redis: p.redis_url = std::string(value); break;
+  case Opt::redis:
+    p.redis_url = std::string(value);
+    ++p.redis_options;
+    break;
   case Opt::nonblock: p.wait = Nanos(0); break;
   case Opt::wait: p.wait = duration_value(typed, value, AllowInfinite::yes, Msg::usage_bad_wait); break;
   case Opt::busy_exit: o.busy_exit = exit_status_value(typed, value); break;
@@ -341,6 +371,21 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::stale_if_error: o.cache.stale_if_error = true; break;
   case Opt::drop: o.cache.drop = true; break;
   case Opt::gc: o.cache.gc = true; break;
+  case Opt::list: o.cache.list = true; break;
+  case Opt::force: o.cache.force = true; break;
+  case Opt::keep_stderr: o.cache.keep_stderr = true; break;
+  case Opt::depends:
+    if (auto why = bad_depends_path(value))
+      usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
+    o.cache.depends.emplace_back(value);
+    break;
+  case Opt::store: p.store = std::string(value); break;
+  case Opt::max_entry: {
+    const auto size = parse_size(value);
+    if (!size || *size == 0) usage(Msg::usage_bad_size, {{"option", typed}, {"value", value}});
+    o.cache.max_entry = *size;
+    break;
+  }
   case Opt::on_lost:
     if (value == "warn")
       o.redis.on_lost = OnLost::warn;
@@ -538,6 +583,20 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
 }
 
+// --store redis: entries and locks on one Redis server (SPEC §15).
+void check_redis_store(Parsed& p, const EnvLookup& getenv) {
+  if (p.redis_options > 1) usage(Msg::usage_store_servers, {{"count", std::to_string(p.redis_options)}});
+  if (!p.redis_url && !p.dir) {
+    const char* env_redis = env_value(getenv, "BUFFERLOCK_REDIS");
+    // Several URLs separated by spaces name several servers.
+    if (env_redis && std::string_view(env_redis).find(' ') != std::string_view::npos)
+      usage(Msg::usage_store_servers, {{"count", "several"}});
+  }
+  choose_backend(p, getenv);
+  if (p.opts.backend != Backend::redis)
+    usage(Msg::usage_option_needs, {{"option", "--store redis"}, {"value", "a Redis server (--redis URL)"}});
+}
+
 // CLI11's parse errors as our messages. CLI11 2.1.2 reports an option whose
 // value is missing (always the last word: nothing was left to take) and a
 // flag given "=VALUE"; unknown options stay in remaining() (prefix_command).
@@ -712,12 +771,28 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
+    if (c.list && (c.drop || c.gc))
+      usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
+    const char* env_store = p.store ? nullptr : env_value(getenv, "BUFFERLOCK_CACHE_STORE");
+    if (p.store || env_store) {
+      const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
+      if (store == "redis")
+        o.cache.store = CacheStoreKind::redis;
+      else if (store != "file")
+        usage(Msg::usage_bad_store,
+              {{"option", p.store ? "--store" : "BUFFERLOCK_CACHE_STORE"}, {"value", store}});
+    }
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
     if (c.background && !c.stale)
       usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      return o;
+    }
+    if (c.list) {
+      if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      if (c.store == CacheStoreKind::redis) check_redis_store(p, getenv);
       return o;
     }
   }
@@ -750,7 +825,10 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     usage(Msg::usage_extra_argument, {{"value", "-c"}});
   if (o.close && p.no_fork) usage(Msg::usage_close_and_no_fork);
 
-  choose_backend(p, getenv);
+  if (o.command == Command::cache && o.cache.store == CacheStoreKind::redis)
+    check_redis_store(p, getenv);
+  else
+    choose_backend(p, getenv);
   if (o.backend == Backend::file &&
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
     usage(Msg::usage_file_subcommand, {{"command", subcommands[static_cast<int>(o.command)]}});

@@ -20,6 +20,7 @@ namespace bufferlock {
 enum class Command { run, cache, status, acquire, release, extend, help, version, list_messages };
 enum class Backend { file, redis };
 enum class OnLost { warn, term };
+enum class CacheStoreKind { file, redis };
 
 struct RedisSettings {
   RedisUrl url;
@@ -38,13 +39,19 @@ struct RedisSettings {
 };
 
 struct CacheSettings {
-  std::string dir;              // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
-  std::optional<Nanos> max_age; // entries older than this are misses
-  std::optional<Nanos> stale;   // ... but served while someone rebuilds, this much longer
-  bool background = false;      // the caller that rebuilds serves stale and rebuilds detached
-  bool stale_if_error = false;  // a failed rebuild serves the old entry
-  bool drop = false;            // --drop KEY
-  bool gc = false;              // --gc
+  std::string dir;                             // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
+  std::optional<Nanos> max_age;                // entries older than this are misses
+  std::optional<Nanos> stale;                  // ... but served while someone rebuilds, this much longer
+  bool background = false;                     // the caller that rebuilds serves stale and rebuilds detached
+  bool stale_if_error = false;                 // a failed rebuild serves the old entry
+  bool drop = false;                           // --drop KEY
+  bool gc = false;                             // --gc
+  bool list = false;                           // --list
+  bool force = false;                          // rebuild even when fresh
+  bool keep_stderr = false;                    // store stderr too, replay it on hits
+  std::vector<std::string> depends;            // --depends PATH...
+  CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
+  std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
 };
 
 struct Options {

@@ -36,6 +36,11 @@ Examples:
   bufferlock cache --max-age 30 --stale 600 --background git-status-$PWD -- git status -sb
   # CI: resolve dependencies once per lock file, whatever the number of jobs
   bufferlock cache "deps-$(sha256sum package-lock.json | cut -c1-16)" -- ./resolve-deps.sh
+  # CI runners that share a Redis but no disk: one build, every runner served
+  bufferlock cache --store redis -r redis://ci-redis:6379/0 --max-age 1h \
+      --depends Cargo.lock --keep-stderr "build-$CI_COMMIT_SHA" -- ./build.sh
+  # cron keeps a report warm; callers never wait for it
+  */5 * * * * bufferlock cache --force --max-age 10m report -- ./report.sh
 )HELP";
   }
   if (part == HelpPart::intro)

@@ -48,6 +48,11 @@ namespace bufferlock {
   X(redis_namespace_invalid, "%{option} needs a non-empty key prefix")                                       \
   X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                                      \
   X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                            \
+  X(usage_bad_size,                                                                                          \
+    "invalid size '%{value}' for %{option}: expected bytes > 0 with an optional K, M or G, such as 64M")     \
+  X(usage_bad_depends, "invalid %{option}: %{error}")                                                        \
+  X(usage_bad_store, "invalid %{option} '%{value}': expected file or redis")                                 \
+  X(usage_store_servers, "--store redis needs exactly one Redis server, not %{count}")                       \
   X(usage_option_needs, "%{option} needs %{value}")                                                          \
   X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
   X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \
@@ -86,8 +91,10 @@ namespace bufferlock {
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \
+  X(cache_entry_too_large, "output of '%{key}' not stored: it is larger than --max-entry (%{size} bytes)")   \
   X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \
   X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry")      \
+  X(cache_store_unavailable, "--store redis is not implemented yet; entries can only be kept in files")      \
   X(cache_hit, "served '%{key}' from %{path}")                                                               \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")
 

@@ -1,5 +1,6 @@
 #include "cache/recipe.hpp"
 
+#include "cache/depends.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 
@@ -28,8 +30,19 @@ std::int64_t realtime_ns() {
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
-int serve(const Options& o, const CacheStore& store, const CachedEntry& e) {
+// Whether a found entry may be served as it is: fresh, and its dependencies
+// unchanged (one stat per dependency; none for an entry without).
+bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
+  Freshness f = freshness(h.created_ns, realtime_ns(), o.cache.max_age, stale);
+  if (f != Freshness::expired && deps_out_of_date(h.deps, o.cache.depends))
+    f = Freshness::expired; // rebuilt like an entry past --max-age: never served stale
+  if (age) *age = f;
+  return f == Freshness::fresh;
+}
+
+int serve(const Options& o, const CacheStore& store, const CachedEntry& e, bool with_stderr = true) {
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
+  if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   diag::debug_lazy([&] {
     return message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.entry_path(o.key)}});
   });
@@ -45,7 +58,10 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
   std::optional<EntryWriter> writer;
   std::optional<SysError> store_error = unusable;
   if (!unusable) {
-    auto created = EntryWriter::create(store, o.key, realtime_ns());
+    const KeepStderr keep = o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no;
+    // Stamped before the build: a dependency changed while it runs makes the
+    // entry out of date at once.
+    auto created = EntryWriter::create(store, o.key, realtime_ns(), stamp_paths(o.cache.depends), keep);
     if (auto* e = std::get_if<SysError>(&created))
       store_error = *e;
     else
@@ -62,8 +78,18 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
       writer.reset();
     }
   };
+  // --keep-stderr: stderr still passes through as it comes, and is stored.
+  bool stderr_open = true;
+  const OutputSink err_sink = [&](const char* data, std::size_t len) {
+    if (stderr_open && !write_all(STDERR_FILENO, data, len)) stderr_open = false;
+    if (writer && !writer->append_stderr(data, len)) {
+      store_error = writer->error();
+      writer.reset();
+    }
+  };
   const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
-  int status = run_child(o.argv, ticker ? &*ticker : nullptr, &sink);
+  int status =
+      run_child(o.argv, ticker ? &*ticker : nullptr, &sink, o.cache.keep_stderr ? &err_sink : nullptr);
 
   const std::string key = display_key(o.key);
   if (status == 0) {
@@ -77,18 +103,19 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
       diag::warn(message(Msg::cache_store_failed,
                          {{"key", key}, {"path", store_error->path}, {"error", store_error->reason}}));
     if (fallback) {
+      // The build's stderr went through live: only stdout is served here.
       if (writer) {
-        serve(o, store, writer->entry());
+        serve(o, store, writer->entry(), false);
       } else {
         diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
-        serve(o, store, *fallback);
+        serve(o, store, *fallback, false);
       }
     }
   } else {
     writer.reset(); // a failed build stores nothing
     if (fallback) {
       diag::warn(message(Msg::cache_stale_served, {{"key", key}, {"status", std::to_string(status)}}));
-      serve(o, store, *fallback);
+      serve(o, store, *fallback, false);
       status = exit_code::ok;
     }
   }
@@ -124,6 +151,41 @@ int gc(const Options& o, const CacheStore& store) {
   return exit_code::ok;
 }
 
+// A KEY on one line of --list: backslash, control bytes and DEL as \xHH.
+std::string list_key(std::string_view key) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char ch : key) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// cache --list: "AGE SIZE KEY" per entry, newest first (SPEC §15).
+int list(std::vector<ListedEntry> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const ListedEntry& a, const ListedEntry& b) { return a.created_ns > b.created_ns; });
+  const std::int64_t now = realtime_ns();
+  std::string out;
+  for (const auto& e : entries) {
+    out += format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns)));
+    out += ' ';
+    out += std::to_string(e.size);
+    out += ' ';
+    out += list_key(e.key);
+    out += '\n';
+  }
+  write_all(STDOUT_FILENO, out);
+  return exit_code::ok;
+}
+
 } // namespace
 
 std::string default_cache_dir() {
@@ -149,8 +211,15 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
+  // Parsed and checked (SPEC §10), but entries on Redis are not there yet:
+  // refuse rather than silently keep them in files no other machine sees.
+  if (o.cache.store == CacheStoreKind::redis) {
+    diag::error(message(Msg::cache_store_unavailable));
+    return o.error_exit;
+  }
   const CacheStore store(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
   if (o.cache.gc) return gc(o, store);
+  if (o.cache.list) return list(store.list());
   if (o.cache.drop) {
     if (auto e = store.drop(o.key)) {
       diag::error(message(Msg::cache_drop_failed, {{"path", e->path}, {"error", e->reason}}));
@@ -163,16 +232,19 @@ int cache_main(const Options& o) {
   if (found.state == LookupState::corrupt)
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.entry_path(o.key)}, {"error", found.why}}));
   const bool have = found.state == LookupState::found;
-  const Freshness age =
-      have ? freshness(found.entry.header.created_ns, realtime_ns(), o.cache.max_age, o.cache.stale)
-           : Freshness::expired;
-  if (have && age == Freshness::fresh) return serve(o, store, found.entry);
+  Freshness age = Freshness::expired;
+  // --force rebuilds whatever was found; everybody else is served meanwhile.
+  if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force)
+    return serve(o, store, found.entry);
 
-  // A miss: the directory must exist (0700) before its locks/ and entries.
+  // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
+  // entry or lock files opened from here on.
+  fill_std_fds();
+  // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
   const std::unique_ptr<Lock> lock = make_lock(o, store.dir() + "/locks");
-  if (have && age == Freshness::stale) {
+  if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
     if (tried.status == AcquireStatus::busy) return serve(o, store, found.entry);
@@ -192,9 +264,8 @@ int cache_main(const Options& o) {
   case Taken::locked: break;
   }
   // Check again: the holder we waited for has probably just stored it.
-  Lookup again = store.lookup(o.key);
-  if (again.state == LookupState::found && freshness(again.entry.header.created_ns, realtime_ns(),
-                                                     o.cache.max_age, std::nullopt) == Freshness::fresh) {
+  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : store.lookup(o.key);
+  if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
     const int status = serve(o, store, again.entry);
     lock->release();
     return status;

@@ -21,10 +21,8 @@ namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t small_read = 65536; // one pread covers most entries whole
-constexpr std::size_t hash_window =
-    2 * 1024 * 1024; // mmap window: keeps RSS small // mmap window: keeps RSS small // mmap window: keeps RSS
-                     // small // mmap window: keeps RSS small // mmap window: keeps RSS small
+constexpr std::size_t small_read = 65536;            // one pread covers most entries whole
+constexpr std::size_t hash_window = 2 * 1024 * 1024; // mmap window: keeps RSS small
 
 // The checksum of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
@@ -53,6 +51,18 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
   return h.digest();
 }
 
+// Reads the start of an entry file of `size` bytes into `head`: one read of
+// up to small_read bytes (for most entries, the whole file), and a second
+// one when the header is longer than that (a long key or many dependencies).
+bool read_head(int fd, std::uint64_t size, std::string& head) {
+  head.assign(std::min<std::uint64_t>(size, small_read), '\0');
+  if (!pread_all(fd, head.data(), head.size(), 0)) return false;
+  const auto header_size = encoded_header_size(head);
+  if (!header_size || *header_size <= head.size() || *header_size > size) return true;
+  head.resize(*header_size);
+  return pread_all(fd, head.data(), head.size(), 0);
+}
+
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
 // replaced by a newer entry since we looked).
 void unlink_if_same(const std::string& path, int fd) {
@@ -72,20 +82,10 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     return std::nullopt;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::string head(std::min<std::uint64_t>(size, small_read), '\0');
-  if (!pread_all(fd, head.data(), head.size(), 0)) {
+  std::string head;
+  if (!read_head(fd, size, head)) {
     why = "cannot read it";
     return std::nullopt;
-  }
-  if (const auto header_size = encoded_header_size(head)) {
-    // A key longer than the first read: read the whole header.
-    if (*header_size > head.size() && *header_size <= size) {
-      head.resize(*header_size);
-      if (!pread_all(fd, head.data(), head.size(), 0)) {
-        why = "cannot read it";
-        return std::nullopt;
-      }
-    }
   }
   auto h = decode_header(head, why);
   if (!h) return std::nullopt;
@@ -113,9 +113,9 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
   }
   std::optional<std::uint64_t> got;
   if (whole) {
-    got = checksum(std::string_view(head).substr(h->header_size(), h->payload_len));
+    got = checksum(std::string_view(head).substr(h->header_size(), h->body_len()));
   } else {
-    got = hash_range(fd, h->header_size(), h->payload_len);
+    got = hash_range(fd, h->header_size(), h->body_len());
   }
   if (!got || *got != want_payload) {
     why = got ? "payload checksum mismatch" : "cannot read it";
@@ -125,12 +125,14 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
   return h;
 }
 
-bool serve_entry(const CachedEntry& e, int out_fd) {
+namespace {
+
+// Writes [offset, offset+len) of the entry file to `out_fd`.
+bool serve_range(const CachedEntry& e, std::uint64_t from, std::uint64_t len, int out_fd) {
   // Verification read a small entry whole: write it from there.
-  if (!e.bytes.empty())
-    return write_all(out_fd, std::string_view(e.bytes).substr(e.header.header_size(), e.header.payload_len));
-  auto offset = static_cast<off_t>(e.header.header_size());
-  std::uint64_t left = e.header.payload_len;
+  if (!e.bytes.empty()) return write_all(out_fd, std::string_view(e.bytes).substr(from, len));
+  auto offset = static_cast<off_t>(from);
+  std::uint64_t left = len;
   bool use_sendfile = left > small_read; // small: one pread + one write is cheaper
   while (left > 0 && use_sendfile) {
     const ssize_t n = ::sendfile(out_fd, e.fd.get(), &offset, std::min<std::uint64_t>(left, 1 << 30));
@@ -158,6 +160,17 @@ bool serve_entry(const CachedEntry& e, int out_fd) {
     left -= take;
   }
   return true;
+}
+
+} // namespace
+
+bool serve_entry(const CachedEntry& e, int out_fd) {
+  return serve_range(e, e.header.header_size(), e.header.payload_len, out_fd);
+}
+
+bool serve_entry_stderr(const CachedEntry& e, int err_fd) {
+  if (e.header.stderr_len == 0) return true;
+  return serve_range(e, e.header.header_size() + e.header.payload_len, e.header.stderr_len, err_fd);
 }
 
 std::optional<SysError> CacheStore::prepare() const {
@@ -235,8 +248,33 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
   return counts;
 }
 
+std::vector<ListedEntry> CacheStore::list() const {
+  std::vector<ListedEntry> out;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return out;
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d))
+    if (std::string_view name = ent->d_name; name.size() > 6 && name.ends_with(".entry"))
+      names.emplace_back(name);
+  ::closedir(d);
+  for (const auto& name : names) {
+    // The header and the size only: listing must not read every payload.
+    UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    std::string head;
+    if (!read_head(fd.get(), static_cast<std::uint64_t>(st.st_size), head)) continue;
+    std::string why;
+    const auto h = decode_header(head, why);
+    if (!h || h->file_size() != static_cast<std::uint64_t>(st.st_size)) continue;
+    out.push_back({h->created_ns, h->payload_len, h->key});
+  }
+  return out;
+}
+
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
-                                                        std::int64_t created_ns) {
+                                                        std::int64_t created_ns, std::vector<DepStamp> deps,
+                                                        KeepStderr keep_stderr) {
   EntryWriter w;
   const std::string digest = md5_hex(key);
   w.final_path_ = store.entry_path(key);
@@ -248,6 +286,18 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   ::flock(w.fd_.get(), LOCK_EX | LOCK_NB);
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
+  w.header_.deps = std::move(deps);
+  if (keep_stderr == KeepStderr::yes || !w.header_.deps.empty()) w.header_.version = entry_format_version_2;
+  if (keep_stderr == KeepStderr::yes) {
+    // stderr comes interleaved with stdout but is stored after it: it waits
+    // in an anonymous file of the same directory (so on the same disk).
+    w.stderr_fd_.reset(::open(store.dir().c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
+    if (!w.stderr_fd_) {
+      const int err = errno;
+      ::unlink(w.temp_path_.c_str());
+      return SysError{store.dir(), errno_text(err)};
+    }
+  }
   const std::string head = encode_header(w.header_);
   if (!write_all(w.fd_.get(), head.data(), head.size())) {
     const int err = errno;
@@ -265,6 +315,7 @@ void EntryWriter::fail(int err) {
   error_ = SysError{temp_path_, errno_text(err)};
   ::unlink(temp_path_.c_str());
   fd_.reset();
+  stderr_fd_.reset();
 }
 
 bool EntryWriter::append(const char* data, std::size_t len) {
@@ -278,8 +329,38 @@ bool EntryWriter::append(const char* data, std::size_t len) {
   return true;
 }
 
+bool EntryWriter::append_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!stderr_fd_) return true; // not kept
+  if (!write_all(stderr_fd_.get(), data, len)) {
+    fail(errno);
+    return false;
+  }
+  header_.stderr_len += len;
+  return true;
+}
+
+// Moves the held stderr behind stdout, hashing it on the way.
+bool EntryWriter::copy_stderr() {
+  std::vector<char> buf(std::min<std::uint64_t>(header_.stderr_len, small_read));
+  for (std::uint64_t at = 0; at < header_.stderr_len;) {
+    const std::size_t take = std::min<std::uint64_t>(header_.stderr_len - at, buf.size());
+    if (!pread_all(stderr_fd_.get(), buf.data(), take, static_cast<off_t>(at)) ||
+        !write_all(fd_.get(), buf.data(), take))
+      return false;
+    payload_hash_.update(buf.data(), take);
+    at += take;
+  }
+  stderr_fd_.reset();
+  return true;
+}
+
 std::optional<SysError> EntryWriter::publish() {
   if (error_) return error_;
+  if (stderr_fd_ && !copy_stderr()) {
+    fail(errno);
+    return error_;
+  }
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||

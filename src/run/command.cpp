@@ -43,6 +43,7 @@ int exec_failure_status(int err) {
 struct ChildSetup {
   char* const* argv;
   int stdout_fd; // -1: inherit
+  int stderr_fd; // -1: inherit
   pid_t parent;
   const struct sigaction* old_chld;
   int exec_errno;
@@ -66,6 +67,7 @@ int child_main(void* arg) {
     else if (::dup2(setup->stdout_fd, STDOUT_FILENO) < 0)
       ::_exit(exit_code::error);
   }
+  if (setup->stderr_fd >= 0 && ::dup2(setup->stderr_fd, STDERR_FILENO) < 0) ::_exit(exit_code::error);
   ::sigaction(SIGCHLD, setup->old_chld, nullptr);
   sigset_t empty;
   sigemptyset(&empty);
@@ -119,7 +121,8 @@ int exit_status_from_wait(int wait_status) {
   return exit_code::error;
 }
 
-int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const OutputSink* sink) {
+int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const OutputSink* sink,
+              const OutputSink* err_sink) {
   // The signals are blocked before fork and read from a signalfd: no handler
   // runs, so none can race with the child's start, and the one loop below
   // (single-threaded) forwards signals, pumps output and runs renewal ticks.
@@ -147,31 +150,42 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
 
   UniqueFd signals(::signalfd(-1, &wanted, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals) return fail(Msg::fork_failed, errno);
-  UniqueFd out_read, out_write;
-  if (sink) {
+  // The captured streams: [0] stdout, [1] stderr, each a pipe to its sink.
+  const OutputSink* sinks[2] = {sink, err_sink};
+  UniqueFd reads[2], writes[2];
+  for (int i = 0; i < 2; ++i) {
+    if (!sinks[i]) continue;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return fail(Msg::fork_failed, errno);
-    out_read.reset(fds[0]);
-    out_write.reset(fds[1]);
+    reads[i].reset(fds[0]);
+    writes[i].reset(fds[1]);
   }
 
   const std::vector<char*> args = c_argv(argv);
-  ChildSetup setup{args.data(), out_write ? out_write.get() : -1, ::getpid(), &old_chld, 0, false};
+  ChildSetup setup{args.data(),
+                   writes[0] ? writes[0].get() : -1,
+                   writes[1] ? writes[1].get() : -1,
+                   ::getpid(),
+                   &old_chld,
+                   0,
+                   false};
   const pid_t child = spawn(setup);
   if (child < 0) return fail(Msg::fork_failed, errno);
   if (setup.exec_errno != 0 && !setup.child_reports) {
     // The child could not exec; it exits 126/127, which waitpid reports below.
     diag::error(message(Msg::exec_failed, {{"command", argv[0]}, {"error", errno_text(setup.exec_errno)}}));
   }
-  out_write.reset(); // only the child writes: EOF comes when it (and its children) close it
+  // Only the child writes: EOF comes when it (and its children) close them.
+  writes[0].reset();
+  writes[1].reset();
 
   // Ticks are due at fixed times, so a stream of signals or output cannot
   // postpone a renewal.
   Nanos next_tick_at = ticker ? monotonic_now() + ticker->interval : infinite_duration;
   int status = 0;
   bool exited = false;
-  std::vector<char> buffer(sink ? 65536 : 0);
-  while (!exited || out_read) {
+  std::vector<char> buffer(sink || err_sink ? 65536 : 0);
+  while (!exited || reads[0] || reads[1]) {
     int timeout_ms = -1;
     if (next_tick_at != infinite_duration) {
       const Nanos now = monotonic_now();
@@ -182,8 +196,9 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
       }
       timeout_ms = static_cast<int>((next_tick_at - now).count() / 1'000'000 + 1);
     }
-    pollfd fds[2] = {{signals.get(), POLLIN, 0}, {out_read.get(), POLLIN, 0}};
-    const int ready = ::poll(fds, out_read ? 2 : 1, exited ? -1 : timeout_ms);
+    // A closed stream is polled as -1, which poll(2) skips.
+    pollfd fds[3] = {{signals.get(), POLLIN, 0}, {reads[0].get(), POLLIN, 0}, {reads[1].get(), POLLIN, 0}};
+    const int ready = ::poll(fds, 3, exited ? -1 : timeout_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     if (fds[0].revents & POLLIN) {
@@ -198,12 +213,13 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
         next_tick_at = infinite_duration;
       }
     }
-    if (out_read && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      const ssize_t n = ::read(out_read.get(), buffer.data(), buffer.size());
+    for (int i = 0; i < 2; ++i) {
+      if (!reads[i] || !(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(reads[i].get(), buffer.data(), buffer.size());
       if (n > 0)
-        (*sink)(buffer.data(), static_cast<std::size_t>(n));
+        (*sinks[i])(buffer.data(), static_cast<std::size_t>(n));
       else if (n == 0 || errno != EINTR)
-        out_read.reset(); // EOF
+        reads[i].reset(); // EOF
     }
   }
   if (!exited) ::waitpid(child, &status, 0);

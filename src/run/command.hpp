@@ -43,9 +43,10 @@ using OutputSink = std::function<void(const char* data, std::size_t len)>;
 // INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets
 // SIGTERM if this process dies. Descriptors stay out of the child only if they
 // are close-on-exec. With a sink, the child's stdout is a pipe whose data goes
-// to the sink as it comes, until EOF. Returns the child's exit status
+// to the sink as it comes, until EOF; the same for stderr with `err_sink`.
+// Returns the child's exit status
 // (exit_status_from_wait), or 126/127 when it could not be started.
 int run_child(const std::vector<std::string>& argv, const Ticker* ticker = nullptr,
-              const OutputSink* sink = nullptr);
+              const OutputSink* sink = nullptr, const OutputSink* err_sink = nullptr);
 
 } // namespace bufferlock

@@ -1,5 +1,7 @@
 #include "util/io.hpp"
 
+#include <fcntl.h>
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -33,6 +35,15 @@ bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
     offset += n;
   }
   return true;
+}
+
+void fill_std_fds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    // open(2) returns the lowest free descriptor: this one.
+    const int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0 && null != fd) ::close(null);
+  }
 }
 
 } // namespace bufferlock

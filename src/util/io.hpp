@@ -13,6 +13,10 @@ namespace bufferlock {
 bool write_all(int fd, const char* data, std::size_t len);
 inline bool write_all(int fd, std::string_view s) { return write_all(fd, s.data(), s.size()); }
 
+// Opens /dev/null on whichever of descriptors 0, 1 and 2 is closed, so that
+// no file opened later takes their place (and gets the output meant for them).
+void fill_std_fds();
+
 // Reads exactly `len` bytes at `offset`; false on an error or early EOF.
 bool pread_all(int fd, char* buf, std::size_t len, off_t offset);
 

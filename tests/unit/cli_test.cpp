@@ -359,3 +359,40 @@ TEST(CliHelp, CacheHelpDescribesCacheOptionsOnly) {
   EXPECT_EQ(help.find("\nBackend:"), std::string::npos);
   EXPECT_EQ(help_text(Command::status), help_text(Command::run));
 }
+
+TEST(CliCache, SecondGenerationOptions) {
+  const Options o =
+      parse({"cache", "--depends", "a", "--depends=b c", "--keep-stderr", "--force", "k", "true"});
+  EXPECT_EQ(o.cache.depends, (std::vector<std::string>{"a", "b c"}));
+  EXPECT_TRUE(o.cache.keep_stderr);
+  EXPECT_TRUE(o.cache.force);
+  EXPECT_EQ(o.cache.store, CacheStoreKind::file);
+  EXPECT_EQ(o.cache.max_entry, 64u * 1024 * 1024);
+  EXPECT_TRUE(parse({"cache", "--list"}).cache.list);
+  EXPECT_EQ(usage_error({"cache", "--list", "k"}), "unexpected argument 'k'");
+  EXPECT_EQ(usage_error({"cache", "--depends=", "k", "true"}), "invalid --depends: an empty path");
+  EXPECT_EQ(usage_error({"cache", "--max-entry", "0", "k", "true"}),
+            "invalid size '0' for --max-entry: expected bytes > 0 with an optional K, M or G, such as 64M");
+  EXPECT_NE(usage_error({"cache", "--max-entry", "12X", "k", "true"}).find("invalid size '12X'"),
+            std::string::npos);
+  EXPECT_EQ(usage_error({"cache", "--store", "nfs", "k", "true"}),
+            "invalid --store 'nfs': expected file or redis");
+}
+
+TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
+  const Options o = parse({"cache", "--store", "redis", "-r", "redis://h", "--max-entry", "1K", "k", "true"});
+  EXPECT_EQ(o.cache.store, CacheStoreKind::redis);
+  EXPECT_EQ(o.backend, Backend::redis);
+  EXPECT_EQ(o.cache.max_entry, 1024u);
+  Env env{{{"BUFFERLOCK_CACHE_STORE", "redis"}, {"BUFFERLOCK_REDIS", "redis://h"}}};
+  EXPECT_EQ(parse({"cache", "k", "true"}, env).cache.store, CacheStoreKind::redis);
+  EXPECT_EQ(usage_error({"cache", "--store", "redis", "k", "true"}),
+            "--store redis needs a Redis server (--redis URL)");
+  EXPECT_EQ(usage_error({"cache", "--store", "redis", "-d", "D", "k", "true"}),
+            "--store redis needs a Redis server (--redis URL)");
+  EXPECT_EQ(usage_error({"cache", "--store", "redis", "-r", "redis://a", "-r", "redis://b", "k", "true"}),
+            "--store redis needs exactly one Redis server, not 2");
+  Env bad_env{{{"BUFFERLOCK_CACHE_STORE", "nfs"}}};
+  EXPECT_EQ(usage_error({"cache", "k", "true"}, bad_env),
+            "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file or redis");
+}

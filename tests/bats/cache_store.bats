@@ -1,0 +1,50 @@
+#!/usr/bin/env bats
+# bufferlock cache --store and --max-entry: bad inputs (SPEC §10, §15). The
+# redis store itself is not implemented yet: it is refused with one error,
+# never silently replaced by files that other machines cannot see.
+
+load helpers
+load cache_helpers
+
+setup() { cache_setup; }
+teardown() { cache_teardown; }
+
+@test "--max-entry 0 and 12X are usage errors naming the option" {
+    for v in 0 12X '' 1.5M -1; do
+        run --separate-stderr blc --store redis -r redis://127.0.0.1:1 --max-entry "$v" "$K" true
+        assert_usage_error "--max-entry" "'$v'"
+    done
+    assert_runs 0
+}
+
+@test "--store nfs (or BUFFERLOCK_CACHE_STORE=nfs) is a usage error" {
+    run --separate-stderr blc --store nfs "$K" true
+    assert_usage_error "invalid --store 'nfs'" "file or redis"
+    BUFFERLOCK_CACHE_STORE=nfs run --separate-stderr blc "$K" true
+    assert_usage_error "BUFFERLOCK_CACHE_STORE" "'nfs'"
+    # file is the default, and may be named
+    run --separate-stderr blc --store file "$K" echo ok
+    assert_success
+    assert_output ok
+}
+
+@test "--store redis needs exactly one Redis server" {
+    run --separate-stderr blc --store redis "$K" true
+    assert_usage_error "--store redis needs a Redis server"
+    run --separate-stderr blc --store redis -d "$T/locks" "$K" true
+    assert_usage_error "--store redis needs a Redis server"
+    run --separate-stderr blc --store redis -r redis://127.0.0.1:1 -r redis://127.0.0.1:2 "$K" true
+    assert_usage_error "exactly one Redis server, not 2"
+    BUFFERLOCK_REDIS='redis://127.0.0.1:1 redis://127.0.0.1:2' BUFFERLOCK_CACHE_STORE=redis \
+        run --separate-stderr blc "$K" true
+    assert_usage_error "exactly one Redis server"
+}
+
+@test "--store redis (not implemented yet) is refused with one error, and nothing runs or is stored" {
+    run --separate-stderr blc --store redis -r redis://127.0.0.1:1 "$K" "$COUNTED"
+    assert_failure 69
+    assert_output ""
+    assert_one_bufferlock_line "--store redis" "not implemented"
+    assert_runs 0
+    assert_file_not_exists "$C"
+}
