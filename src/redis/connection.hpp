@@ -52,14 +52,14 @@ public:
 
   bool broken() const { return broken_; }
 
+  // Sends `commands` in one write, then reads one reply for each.
+  std::vector<RedisResult<RedisReply>> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+
 private:
   struct ReaderDeleter {
     void operator()(redisReader* r) const { redisReaderFree(r); }
   };
   RedisConnection(RedisStream stream, Nanos io_timeout);
-
-  // Sends `commands` in one write, then reads one reply for each.
-  std::vector<RedisResult<RedisReply>> pipeline(const std::vector<std::vector<std::string_view>>& commands);
   RedisResult<RedisReply> read_reply(Nanos deadline);
   RedisError fail(RedisError e);
 
