@@ -37,7 +37,12 @@ RedisLock::RedisLock(const RedisSettings& settings, std::string_view key)
     : settings_(settings), display_key_(display_key(key)), key_(redis_lock_key(settings, key)),
       // In the lock key's slot, so that the release script runs on a cluster.
       wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
-      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}) {}
+      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}) {
+  if (settings.quorum.size() > 1)
+    quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
+}
+
+std::string RedisLock::server() const { return quorum_ ? quorum_->server() : settings_.url.display(); }
 
 Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_error) {
   const Nanos started = monotonic_now();
@@ -46,6 +51,13 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}),
                            e.recovery);
   };
+  if (quorum_) {
+    auto taken = quorum_->acquire(key_, wake_key_, token_, ttl_ms_, settings_.ttl);
+    if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
+    if (!std::get<bool>(taken)) return Outcome::busy();
+    confirmed_at_ = started;
+    return Outcome::acquired();
+  }
   auto reply = client_.script(acquire_script, key_, wake_key_, token_, ttl_ms_);
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
@@ -60,7 +72,9 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
 void RedisLock::pause(Nanos d) {
   // A release pushes to the wake list: BLPOP returns as soon as it does,
   // instead of when the back-off's pause is over.
-  if (wake_by_list_ && client_.connected()) {
+  if (quorum_) {
+    if (quorum_->wait_wake(wake_key_, d, settings_.io_timeout)) return;
+  } else if (wake_by_list_ && client_.connected()) {
     const std::string timeout = format_seconds(std::max(d, Nanos(1'000'000)));
     auto reply = client_.command(wake_key_, {"BLPOP", wake_key_, timeout}, d + settings_.io_timeout);
     if (auto* e = std::get_if<RedisError>(&reply)) {
@@ -93,6 +107,7 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
 }
 
 RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
+  if (quorum_) return quorum_->compare(script, key_, wake_key_, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
     auto reply = client_.script(script, key_, wake_key_, token_, ms);
     if (auto* e = std::get_if<RedisError>(&reply)) return *e;
@@ -153,14 +168,22 @@ LockStatus RedisLock::status() {
     return LockStatus{
         LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
-  auto reply = client_.command(key_, {"PTTL", key_});
-  if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-  const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type != REDIS_REPLY_INTEGER)
-    return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
-  if (r->integer == -2) return {LockState::free, {}, {}};
-  if (r->integer == -1) return {LockState::held, " ttl=none", {}};
-  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};
+  long long ttl = -2;
+  if (quorum_) {
+    auto t = quorum_->pttl(key_);
+    if (auto* e = std::get_if<RedisError>(&t)) return failed(*e);
+    ttl = std::get<long long>(t);
+  } else {
+    auto reply = client_.command(key_, {"PTTL", key_});
+    if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+    const redisReply* r = std::get<RedisReply>(reply).get();
+    if (r->type != REDIS_REPLY_INTEGER)
+      return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+    ttl = r->integer;
+  }
+  if (ttl == -2) return {LockState::free, {}, {}};
+  if (ttl == -1) return {LockState::held, " ttl=none", {}};
+  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(ttl)), {}};
 }
 
 std::string RedisLock::holder() {

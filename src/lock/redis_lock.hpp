@@ -7,6 +7,7 @@
 #include "lock/backoff.hpp"
 #include "lock/lock.hpp"
 #include "redis/client.hpp"
+#include "redis/quorum.hpp"
 #include "redis/scripts.hpp"
 
 #include <functional>
@@ -50,8 +51,8 @@ public:
   // extend_token), retrying transient errors as a wait for the lock does.
   RedisResult<bool> retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)());
 
-  // The server as messages name it (no password).
-  std::string server() const { return settings_.url.display(); }
+  // The server as messages name it (no password); all N of a quorum.
+  std::string server() const;
 
 private:
   // Runs a compare-with-our-token script (release, renew): true when it
@@ -77,7 +78,8 @@ private:
   std::string token_;
   std::string ttl_ms_;
   RedisClient client_;
-  bool wake_by_list_ = true; // false after a server refused a fractional BLPOP timeout
+  std::optional<QuorumClient> quorum_; // with several --redis
+  bool wake_by_list_ = true;           // false after a server refused a fractional BLPOP timeout
   bool lost_ = false;
   bool kill_pending_ = false;
   bool wait_error_reported_ = false;
