@@ -278,12 +278,12 @@ int exit_status_value(std::string_view option, std::string_view text) {
 struct Parsed {
   Options opts;
   std::optional<std::string> dir;
-  std::optional<std::string> redis_url;
+  std::optional<std::string> redis_url; // the first --redis
+  std::vector<std::string> redis_urls;  // every --redis: more than one is a quorum
   std::optional<Nanos> wait;
   std::optional<std::string> shell_before_key;
   std::string first_redis_option; // for the "not with the file backend" error
   bool no_fork = false;
-  int redis_options = 0;                         // --store redis wants one server
   std::optional<std::string> store;              // --store as given
   std::array<bool, option_table.size()> given{}; // on the command line
 };
@@ -301,8 +301,8 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     p.dir = std::string(value);
     break;
   case Opt::redis:
-    p.redis_url = std::string(value);
-    ++p.redis_options;
+    if (!p.redis_url) p.redis_url = std::string(value);
+    p.redis_urls.emplace_back(value);
     break;
   case Opt::nonblock: p.wait = Nanos(0); break;
   case Opt::wait: p.wait = duration_value(typed, value, AllowInfinite::yes, Msg::usage_bad_wait); break;
@@ -525,6 +525,21 @@ template <class Named> void check_tls(const RedisSettings& r, const Named& named
   if (auto e = tls_prepare(f)) usage(Msg::usage_tls_setup, {{"error", e->text}});
 }
 
+// The servers of a quorum are independent plain servers, each named once.
+void check_quorum(const std::vector<RedisUrl>& quorum) {
+  for (std::size_t i = 0; i < quorum.size(); ++i) {
+    const RedisUrl& u = quorum[i];
+    if (u.transport == RedisUrl::Transport::sentinel)
+      usage(Msg::usage_quorum_sentinel, {{"server", u.display()}});
+    for (std::size_t j = 0; j < i; ++j) {
+      const RedisUrl& v = quorum[j];
+      if (u.transport == v.transport && u.host == v.host && u.port == v.port &&
+          u.socket_path == v.socket_path)
+        usage(Msg::usage_redis_twice, {{"server", u.display()}});
+    }
+  }
+}
+
 void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
@@ -533,21 +548,37 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     const char* env_redis = env_value(getenv, "BUFFERLOCK_REDIS");
     if (env_dir && env_redis) usage(Msg::usage_both_backend_env);
     if (env_dir) p.dir = env_dir;
-    if (env_redis) p.redis_url = env_redis;
+    if (env_redis) {
+      // BUFFERLOCK_REDIS="URL URL URL": a quorum, as --redis given thrice.
+      const std::string_view list = env_redis;
+      for (std::size_t i = 0; i < list.size();) {
+        const std::size_t end = std::min(list.find(' ', i), list.size());
+        if (end > i) p.redis_urls.emplace_back(list.substr(i, end - i));
+        i = end + 1;
+      }
+      if (!p.redis_urls.empty()) p.redis_url = p.redis_urls.front();
+    }
   }
   if (p.redis_url) {
     o.backend = Backend::redis;
-    auto parsed = parse_redis_url(*p.redis_url);
-    if (auto* e = std::get_if<UrlError>(&parsed))
-      usage(Msg::usage_bad_redis_url, {{"server", redact_url(*p.redis_url)}, {"error", e->reason}});
-    o.redis.url = std::get<RedisUrl>(parsed);
-    o.redis.password = o.redis.url.password;
-    if (!o.redis.password) {
-      if (const char* pw = env_value(getenv, "BUFFERLOCK_REDIS_PASSWORD"))
-        o.redis.password = pw;
-      else if (const char* cli_pw = env_value(getenv, "REDISCLI_AUTH"))
-        o.redis.password = cli_pw;
+    for (const auto& text : p.redis_urls) {
+      auto parsed = parse_redis_url(text);
+      if (auto* e = std::get_if<UrlError>(&parsed))
+        usage(Msg::usage_bad_redis_url, {{"server", redact_url(text)}, {"error", e->reason}});
+      RedisUrl url = std::get<RedisUrl>(parsed);
+      if (!url.password) {
+        if (const char* pw = env_value(getenv, "BUFFERLOCK_REDIS_PASSWORD"))
+          url.password = pw;
+        else if (const char* cli_pw = env_value(getenv, "REDISCLI_AUTH"))
+          url.password = cli_pw;
+      }
+      o.redis.quorum.push_back(std::move(url));
     }
+    if (o.redis.quorum.empty()) usage(Msg::usage_bad_redis_url, {{"server", ""}, {"error", "no URL"}});
+    o.redis.url = o.redis.quorum.front();
+    o.redis.password = o.redis.url.password;
+    if (o.redis.quorum.size() == 1) o.redis.quorum.clear();
+    check_quorum(o.redis.quorum);
     if (o.shared) usage(Msg::usage_shared_with_redis);
     // Environment equivalents of the redis options the command line did not
     // give; those of TLS only for a rediss:// URL.
@@ -585,16 +616,13 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
 
 // --store redis: entries and locks on one Redis server (SPEC §15).
 void check_redis_store(Parsed& p, const EnvLookup& getenv) {
-  if (p.redis_options > 1) usage(Msg::usage_store_servers, {{"count", std::to_string(p.redis_options)}});
-  if (!p.redis_url && !p.dir) {
-    const char* env_redis = env_value(getenv, "BUFFERLOCK_REDIS");
-    // Several URLs separated by spaces name several servers.
-    if (env_redis && std::string_view(env_redis).find(' ') != std::string_view::npos)
-      usage(Msg::usage_store_servers, {{"count", "several"}});
-  }
+  if (p.redis_urls.size() > 1) usage(Msg::usage_store_servers, {{"count", std::to_string(p.redis_urls.size())}});
   choose_backend(p, getenv);
   if (p.opts.backend != Backend::redis)
     usage(Msg::usage_option_needs, {{"option", "--store redis"}, {"value", "a Redis server (--redis URL)"}});
+  // Several URLs in BUFFERLOCK_REDIS name a quorum: entries need one server.
+  if (!p.opts.redis.quorum.empty())
+    usage(Msg::usage_store_servers, {{"count", std::to_string(p.opts.redis.quorum.size())}});
 }
 
 // CLI11's parse errors as our messages. CLI11 2.1.2 reports an option whose

@@ -36,6 +36,9 @@ struct RedisSettings {
   OnLost on_lost = OnLost::warn;
   Nanos kill_after = std::chrono::seconds(10);
   TlsFiles tls; // rediss:// only
+  // --redis given N > 1 times: N independent masters, each URL with its
+  // password (SPEC §13); `url` is the first of them.
+  std::vector<RedisUrl> quorum;
 };
 
 struct CacheSettings {

@@ -41,6 +41,8 @@ namespace bufferlock {
   X(usage_empty_dir, "--dir needs a directory name")                                                         \
   X(usage_bad_env, "invalid %{option}='%{value}'")                                                           \
   X(usage_bad_redis_url, "invalid redis URL '%{server}': %{error}")                                          \
+  X(usage_redis_twice, "the Redis server %{server} is given twice: a quorum needs independent servers")      \
+  X(usage_quorum_sentinel, "%{server}: a quorum is made of independent masters, not of sentinel URLs")       \
   X(usage_tls_setup, "TLS: %{error}")                                                                        \
   X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")                      \
   X(redis_ttl_invalid,                                                                                       \

@@ -2,6 +2,7 @@
 
 #include "lock/backoff.hpp"
 #include "messages.hpp"
+#include "redis/cluster.hpp"
 #include "redis/scripts.hpp"
 #include "util/clock.hpp"
 #include "util/files.hpp"
@@ -34,35 +35,30 @@ long long round_to_ms(Nanos d) { return std::max<long long>(1, (d.count() + 500'
 
 RedisLock::RedisLock(const RedisSettings& settings, std::string_view key)
     : settings_(settings), display_key_(display_key(key)), key_(redis_lock_key(settings, key)),
-      wake_key_(key_ + ":wake"), ttl_ms_(std::to_string(round_to_ms(settings.ttl))) {}
-
-RedisResult<RedisConnection*> RedisLock::connection() {
-  if (conn_ && !conn_->broken()) return &*conn_;
-  conn_.reset();
-  auto opened = RedisConnection::open(settings_.url, settings_.password,
-                                      {settings_.connect_timeout, settings_.io_timeout});
-  if (auto* e = std::get_if<RedisError>(&opened)) return *e;
-  conn_.emplace(std::move(std::get<RedisConnection>(opened)));
-  return &*conn_;
+      // In the lock key's slot, so that the release script runs on a cluster.
+      wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
+      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}) {
+  if (settings.quorum.size() > 1)
+    quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
 }
 
-void RedisLock::drop_connection_after(const RedisError& e) {
-  // hiredis errors are sticky; a server error leaves the connection usable.
-  if (e.kind != RedisError::Kind::server) conn_.reset();
-}
+std::string RedisLock::server() const { return quorum_ ? quorum_->server() : settings_.url.display(); }
 
 Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_error) {
   const Nanos started = monotonic_now();
-  auto conn = connection();
   auto failed = [&](const RedisError& e) {
-    drop_connection_after(e);
     on_error(e);
     return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}),
                            e.recovery);
   };
-  if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
-  auto reply =
-      run_script(*std::get<RedisConnection*>(conn), acquire_script, key_, wake_key_, token_, ttl_ms_);
+  if (quorum_) {
+    auto taken = quorum_->acquire(key_, wake_key_, token_, ttl_ms_, settings_.ttl);
+    if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
+    if (!std::get<bool>(taken)) return Outcome::busy();
+    confirmed_at_ = started;
+    return Outcome::acquired();
+  }
+  auto reply = client_.script(acquire_script, key_, wake_key_, token_, ttl_ms_);
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
   if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") {
@@ -76,13 +72,12 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
 void RedisLock::pause(Nanos d) {
   // A release pushes to the wake list: BLPOP returns as soon as it does,
   // instead of when the back-off's pause is over.
-  if (wake_by_list_ && conn_ && !conn_->broken()) {
-    conn_->set_io_timeout(d + settings_.io_timeout);
+  if (quorum_) {
+    if (quorum_->wait_wake(wake_key_, d, settings_.io_timeout)) return;
+  } else if (wake_by_list_ && client_.connected()) {
     const std::string timeout = format_seconds(std::max(d, Nanos(1'000'000)));
-    auto reply = conn_->command({"BLPOP", wake_key_, timeout});
-    conn_->set_io_timeout(settings_.io_timeout);
+    auto reply = client_.command(wake_key_, {"BLPOP", wake_key_, timeout}, d + settings_.io_timeout);
     if (auto* e = std::get_if<RedisError>(&reply)) {
-      drop_connection_after(*e);
       // A server before 6.0 takes whole seconds only: poll from now on.
       if (e->kind == RedisError::Kind::server && !e->transient()) wake_by_list_ = false;
     } else {
@@ -112,18 +107,14 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
 }
 
 RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
+  if (quorum_) return quorum_->compare(script, key_, wake_key_, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
-    auto conn = connection();
-    if (auto* e = std::get_if<RedisError>(&conn)) return *e;
-    auto reply = run_script(*std::get<RedisConnection*>(conn), script, key_, wake_key_, token_, ms);
-    if (auto* e = std::get_if<RedisError>(&reply)) {
-      drop_connection_after(*e);
-      return *e;
-    }
+    auto reply = client_.script(script, key_, wake_key_, token_, ms);
+    if (auto* e = std::get_if<RedisError>(&reply)) return *e;
     const redisReply* r = std::get<RedisReply>(reply).get();
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
   };
-  const bool reused = conn_ && !conn_->broken();
+  const bool reused = client_.connected();
   auto result = once();
   // A kept connection may have been closed since its last use (a restart,
   // the server's idle timeout): that says nothing about the server now.
@@ -173,21 +164,26 @@ void RedisLock::release() {
 }
 
 LockStatus RedisLock::status() {
-  auto conn = connection();
   auto failed = [&](const RedisError& e) {
-    drop_connection_after(e);
     return LockStatus{
         LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
-  if (auto* e = std::get_if<RedisError>(&conn)) return failed(*e);
-  auto reply = std::get<RedisConnection*>(conn)->command({"PTTL", key_});
-  if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-  const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type != REDIS_REPLY_INTEGER)
-    return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
-  if (r->integer == -2) return {LockState::free, {}, {}};
-  if (r->integer == -1) return {LockState::held, " ttl=none", {}};
-  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};
+  long long ttl = -2;
+  if (quorum_) {
+    auto t = quorum_->pttl(key_);
+    if (auto* e = std::get_if<RedisError>(&t)) return failed(*e);
+    ttl = std::get<long long>(t);
+  } else {
+    auto reply = client_.command(key_, {"PTTL", key_});
+    if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+    const redisReply* r = std::get<RedisReply>(reply).get();
+    if (r->type != REDIS_REPLY_INTEGER)
+      return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+    ttl = r->integer;
+  }
+  if (ttl == -2) return {LockState::free, {}, {}};
+  if (ttl == -1) return {LockState::held, " ttl=none", {}};
+  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(ttl)), {}};
 }
 
 std::string RedisLock::holder() {

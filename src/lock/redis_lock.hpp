@@ -6,7 +6,8 @@
 #include "cli.hpp"
 #include "lock/backoff.hpp"
 #include "lock/lock.hpp"
-#include "redis/connection.hpp"
+#include "redis/client.hpp"
+#include "redis/quorum.hpp"
 #include "redis/scripts.hpp"
 
 #include <functional>
@@ -50,17 +51,15 @@ public:
   // extend_token), retrying transient errors as a wait for the lock does.
   RedisResult<bool> retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)());
 
-  // The server as messages name it (no password).
-  std::string server() const { return settings_.url.display(); }
+  // The server as messages name it (no password); all N of a quorum.
+  std::string server() const;
 
 private:
-  RedisResult<RedisConnection*> connection();
   // Runs a compare-with-our-token script (release, renew): true when it
   // found our token and acted, false when the key held another or none. A
   // kept connection that the server dropped meanwhile (a restart, its idle
   // timeout) is replaced and the script sent again at once.
   RedisResult<bool> compare_script(const RedisScript& script, std::string_view ms);
-  void drop_connection_after(const RedisError& e);
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);
@@ -78,8 +77,9 @@ private:
   std::string wake_key_;
   std::string token_;
   std::string ttl_ms_;
-  std::optional<RedisConnection> conn_;
-  bool wake_by_list_ = true; // false after a server refused a fractional BLPOP timeout
+  RedisClient client_;
+  std::optional<QuorumClient> quorum_; // with several --redis
+  bool wake_by_list_ = true;           // false after a server refused a fractional BLPOP timeout
   bool lost_ = false;
   bool kill_pending_ = false;
   bool wait_error_reported_ = false;

@@ -113,6 +113,37 @@ RedisConnection::pipeline(const std::vector<std::vector<std::string_view>>& comm
   return out;
 }
 
+std::optional<RedisError> RedisConnection::send(const std::vector<std::string_view>& args) {
+  if (broken_) return redis_error(RedisError::Kind::dropped, "connection already failed");
+  std::string request;
+  format_command(args, request);
+  if (auto e = stream_.write_all(request, deadline_after(io_timeout_))) return fail(*e);
+  return std::nullopt;
+}
+
+std::optional<RedisResult<RedisReply>> RedisConnection::take_reply() {
+  auto parsed = [&]() -> std::optional<RedisResult<RedisReply>> {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
+      return fail(redis_error(RedisError::Kind::protocol, reader_->errstr));
+    if (!reply) return std::nullopt;
+    RedisReply r(static_cast<redisReply*>(reply));
+    if (r->type == REDIS_REPLY_ERROR) return reply_error(r.get());
+    return r;
+  };
+  if (auto r = parsed()) return r;
+  char buf[16 * 1024];
+  // A deadline already past: one read of what has arrived, no waiting.
+  auto got = stream_.read_some(buf, sizeof buf, monotonic_now());
+  if (auto* e = std::get_if<RedisError>(&got)) {
+    if (e->kind == RedisError::Kind::timeout) return std::nullopt;
+    return fail(*e);
+  }
+  if (redisReaderFeed(reader_.get(), buf, std::get<std::size_t>(got)) != REDIS_OK)
+    return fail(redis_error(RedisError::Kind::protocol, reader_->errstr));
+  return parsed();
+}
+
 RedisResult<RedisReply> RedisConnection::command(std::initializer_list<std::string_view> args) {
   auto replies = pipeline({std::vector<std::string_view>(args)});
   return std::move(replies.front());

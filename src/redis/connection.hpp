@@ -52,14 +52,21 @@ public:
 
   bool broken() const { return broken_; }
 
+  // Sends `commands` in one write, then reads one reply for each.
+  std::vector<RedisResult<RedisReply>> pipeline(const std::vector<std::vector<std::string_view>>& commands);
+
+  // For a fan-out over several connections (redis/quorum.*): sends one
+  // command without reading; then, each time poll(2) finds fd() readable,
+  // take_reply() reads what is there: the reply, or nullopt while it is incomplete.
+  std::optional<RedisError> send(const std::vector<std::string_view>& args);
+  std::optional<RedisResult<RedisReply>> take_reply();
+  int fd() const { return stream_.fd(); }
+
 private:
   struct ReaderDeleter {
     void operator()(redisReader* r) const { redisReaderFree(r); }
   };
   RedisConnection(RedisStream stream, Nanos io_timeout);
-
-  // Sends `commands` in one write, then reads one reply for each.
-  std::vector<RedisResult<RedisReply>> pipeline(const std::vector<std::vector<std::string_view>>& commands);
   RedisResult<RedisReply> read_reply(Nanos deadline);
   RedisError fail(RedisError e);
 

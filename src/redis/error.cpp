@@ -31,7 +31,10 @@ Recovery classify(RedisError::Kind kind, std::string_view text) {
   case RedisError::Kind::unknown_host:
   case RedisError::Kind::denied:
   case RedisError::Kind::protocol:
-  case RedisError::Kind::tls: return Recovery::permanent;
+  case RedisError::Kind::tls:
+  case RedisError::Kind::redirect:
+  case RedisError::Kind::unknown_master: return Recovery::permanent;
+  case RedisError::Kind::quorum: return Recovery::transient; // see quorum_error
   case RedisError::Kind::server:
     for (std::string_view code : transient_codes)
       if (first_word(text) == code) return Recovery::transient;
@@ -59,6 +62,12 @@ RedisError io_error(int err) {
   if (err == 0) return redis_error(K::dropped, "the server closed the connection");
   if (err == EAGAIN || err == EWOULDBLOCK) return redis_error(K::timeout, "no answer within the timeout");
   return redis_error(K::dropped, errno_text(err));
+}
+
+RedisError quorum_error(std::size_t n, std::size_t permanent, std::string text) {
+  RedisError e = redis_error(RedisError::Kind::quorum, std::move(text));
+  if (n - permanent < n / 2 + 1) e.recovery = Recovery::permanent;
+  return e;
 }
 
 RedisError resolve_error(int gai_error) {

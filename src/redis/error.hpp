@@ -13,14 +13,17 @@ namespace bufferlock {
 
 struct RedisError {
   enum class Kind {
-    unreachable,  // connect refused, no route, no socket file: a server (re)starting
-    dropped,      // an open connection closed or reset by the server
-    timeout,      // no connection or no answer within the timeouts
-    unknown_host, // the host name does not resolve
-    denied,       // the OS refused access (a unix socket's permissions)
-    server,       // an error reply (text begins with its code: READONLY, WRONGPASS, ...)
-    protocol,     // a reply that is not what the command returns
-    tls,          // a TLS handshake or session that failed (a certificate, not TLS)
+    unreachable,    // connect refused, no route, no socket file: a server (re)starting
+    dropped,        // an open connection closed or reset by the server
+    timeout,        // no connection or no answer within the timeouts
+    unknown_host,   // the host name does not resolve
+    denied,         // the OS refused access (a unix socket's permissions)
+    server,         // an error reply (text begins with its code: READONLY, WRONGPASS, ...)
+    protocol,       // a reply that is not what the command returns
+    tls,            // a TLS handshake or session that failed (a certificate, not TLS)
+    redirect,       // cluster nodes that redirect a key in a loop (MOVED/ASK beyond the hop limit)
+    unknown_master, // sentinels that do not know the master named in the URL
+    quorum,         // no majority of the quorum's servers could be reached
   };
   Kind kind;
   std::string text; // the reason, never with the password
@@ -42,6 +45,11 @@ RedisError redis_error(RedisError::Kind kind, std::string text);
 // server closed the connection).
 RedisError connect_error(int err);
 RedisError io_error(int err);
+
+// The error of a quorum of `n` servers that reached no majority: transient
+// unless so many failed for good (`permanent` of them: a password, a
+// database) that no majority ever can be.
+RedisError quorum_error(std::size_t n, std::size_t permanent, std::string text);
 
 // The error of a failed getaddrinfo(3), by its return value.
 RedisError resolve_error(int gai_error);

@@ -1,10 +1,10 @@
 // The Lua scripts of the Redis layout (SPEC §7). Every script takes the same
-// shape: KEYS = {lock key, wake key}, ARGV = {token, milliseconds}, so one
-// helper runs them all. The SHA-1 digests are pinned here (EVALSHA needs them,
-// and computing them would pull OpenSSL into start-up); a unit test checks them.
+// shape: KEYS = {lock key[, wake key]}, ARGV = {token, milliseconds}, so one
+// helper runs them all. A script names only the keys it touches: on a
+// cluster slot being migrated, a command naming two keys of which one is
+// missing gets TRYAGAIN where one naming the lock key alone is redirected. The SHA-1 digests are pinned here
+// (EVALSHA needs them, and computing them would pull OpenSSL into start-up); a unit test checks them.
 #pragma once
-
-#include "redis/connection.hpp"
 
 #include <string_view>
 
@@ -13,6 +13,7 @@ namespace bufferlock {
 struct RedisScript {
   std::string_view source;
   std::string_view sha1;
+  int keys; // 1: the lock key; 2: and the wake key
 };
 
 // SET lock token NX PX ms: status OK when taken, nil when held. A key that
@@ -22,7 +23,7 @@ struct RedisScript {
 inline constexpr RedisScript acquire_script{
     "local v = redis.call('GET', KEYS[1]) if v == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[1], "
     "'PX', ARGV[2]) end return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
-    "513f545b99b4965142b2c95d1c7e81972dcdc30f"};
+    "513f545b99b4965142b2c95d1c7e81972dcdc30f", 1};
 
 // Compare-and-delete: deletes the lock only if it still holds our token, and
 // then wakes one waiter through a short-lived list (the wake key, expiring
@@ -30,17 +31,11 @@ inline constexpr RedisScript acquire_script{
 inline constexpr RedisScript release_script{
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) redis.call('DEL', KEYS[2]) "
     "redis.call('RPUSH', KEYS[2], '1') redis.call('PEXPIRE', KEYS[2], ARGV[2]) return 1 end return 0",
-    "a0f1b65b7a9a0ca97ba0babef262e74aa80ed530"};
+    "a0f1b65b7a9a0ca97ba0babef262e74aa80ed530", 2};
 
 // Compare-and-PEXPIRE: 1 when the lock is still ours and renewed, else 0.
 inline constexpr RedisScript renew_script{"if redis.call('GET', KEYS[1]) == ARGV[1] then return "
                                           "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
-                                          "e50f848e374a94192aa6f2e444e7eb8acc16501d"};
-
-// EVALSHA, falling back to EVAL when the server does not know the script
-// (NOSCRIPT: first use since the server started or SCRIPT FLUSH).
-RedisResult<RedisReply> run_script(RedisConnection& conn, const RedisScript& script,
-                                   std::string_view lock_key, std::string_view wake_key,
-                                   std::string_view token, std::string_view ms);
+                                          "e50f848e374a94192aa6f2e444e7eb8acc16501d", 1};
 
 } // namespace bufferlock

@@ -29,6 +29,9 @@ public:
   // Reads at least one byte into `buf` (at most `n`); the count, or the error.
   std::variant<std::size_t, RedisError> read_some(char* buf, std::size_t n, Nanos deadline);
 
+  // The socket, for a poll(2) over several streams.
+  int fd() const { return fd_.get(); }
+
 private:
   RedisStream() = default;
   // Waits until the socket is ready for `events` (POLLIN/POLLOUT).

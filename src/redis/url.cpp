@@ -49,6 +49,37 @@ bool has_control_or_space(std::string_view s) {
   return false;
 }
 
+// HOST[:PORT] or [IPV6][:PORT] into `host` and `port` (kept when not given).
+std::optional<UrlError> parse_host_port(std::string_view authority, std::string& host, int& port_out) {
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return UrlError{"unclosed '[' in the host"};
+    host = std::string(authority.substr(1, close - 1));
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return UrlError{"unexpected text after the host"};
+      port_text = after.substr(1);
+      if (port_text.empty()) return UrlError{"empty port"};
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) return UrlError{"empty port"};
+    }
+  }
+  if (host.empty()) return UrlError{"no host"};
+  if (has_control_or_space(host)) return UrlError{"bad character in the host"};
+  if (!port_text.empty()) {
+    auto port = number(port_text, 1, 65535);
+    if (!port) return UrlError{"the port must be a number from 1 to 65535"};
+    port_out = *port;
+  }
+  return std::nullopt;
+}
+
 std::variant<RedisUrl, UrlError> parse_tcp(std::string_view rest) {
   RedisUrl url;
   const std::size_t slash = rest.find('/');
@@ -72,32 +103,7 @@ std::variant<RedisUrl, UrlError> parse_tcp(std::string_view rest) {
     }
   }
 
-  std::string_view port_text;
-  if (!authority.empty() && authority.front() == '[') {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) return UrlError{"unclosed '[' in the host"};
-    url.host = std::string(authority.substr(1, close - 1));
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return UrlError{"unexpected text after the host"};
-      port_text = after.substr(1);
-      if (port_text.empty()) return UrlError{"empty port"};
-    }
-  } else {
-    const std::size_t colon = authority.find(':');
-    url.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      if (port_text.empty()) return UrlError{"empty port"};
-    }
-  }
-  if (url.host.empty()) return UrlError{"no host"};
-  if (has_control_or_space(url.host)) return UrlError{"bad character in the host"};
-  if (!port_text.empty()) {
-    auto port = number(port_text, 1, 65535);
-    if (!port) return UrlError{"the port must be a number from 1 to 65535"};
-    url.port = *port;
-  }
+  if (auto e = parse_host_port(authority, url.host, url.port)) return *e;
   if (!path.empty()) {
     auto db = number(path, 0, INT_MAX);
     if (!db) return UrlError{"the database must be a number, as in redis://host:6379/0"};
@@ -126,6 +132,44 @@ std::variant<RedisUrl, UrlError> parse_unix(std::string_view rest) {
   return url;
 }
 
+// HOST[:PORT],HOST[:PORT]... with the user, password and database of a
+// redis:// URL, then #MASTER.
+std::variant<RedisUrl, UrlError> parse_sentinel(std::string_view rest) {
+  const std::size_t hash = rest.rfind('#');
+  if (hash == std::string_view::npos || hash + 1 == rest.size())
+    return UrlError{"a sentinel URL ends in #MASTER, the name the sentinels know the master by"};
+  auto master = percent_decode(rest.substr(hash + 1));
+  if (!master || master->empty() || has_control_or_space(*master)) return UrlError{"bad master name"};
+  rest = rest.substr(0, hash);
+  // The hosts are what lies between the user information and the database.
+  const std::size_t slash = rest.find('/');
+  const std::size_t at = rest.substr(0, slash).rfind('@');
+  const std::size_t hosts_begin = at == std::string_view::npos ? 0 : at + 1;
+  const std::string_view hosts =
+      rest.substr(hosts_begin, slash == std::string_view::npos ? slash : slash - hosts_begin);
+  const std::size_t comma = hosts.find(',');
+  std::string first(rest.substr(0, hosts_begin));
+  first.append(hosts.substr(0, comma));
+  if (slash != std::string_view::npos) first.append(rest.substr(slash));
+  auto parsed = parse_tcp(first);
+  if (auto* e = std::get_if<UrlError>(&parsed)) return *e;
+  RedisUrl url = std::move(std::get<RedisUrl>(parsed));
+  url.transport = RedisUrl::Transport::sentinel;
+  url.master_name = std::move(*master);
+  std::string_view list = hosts;
+  while (true) {
+    const std::size_t next = list.find(',');
+    RedisUrl::Address a{{}, 26379};
+    if (auto e = parse_host_port(list.substr(0, next), a.host, a.port)) return *e;
+    url.sentinels.push_back(std::move(a));
+    if (next == std::string_view::npos) break;
+    list.remove_prefix(next + 1);
+  }
+  url.host = url.sentinels.front().host;
+  url.port = url.sentinels.front().port;
+  return url;
+}
+
 } // namespace
 
 std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
@@ -142,7 +186,13 @@ std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
     return url;
   }
   if (scheme == "unix") return parse_unix(rest);
-  return UrlError{"unknown scheme '" + scheme + "://', expected redis://, rediss:// or unix://"};
+  if (scheme == "redis-sentinel" || scheme == "rediss-sentinel") {
+    auto url = parse_sentinel(rest);
+    if (auto* u = std::get_if<RedisUrl>(&url)) u->tls = scheme == "rediss-sentinel";
+    return url;
+  }
+  return UrlError{"unknown scheme '" + scheme +
+                  "://', expected redis://, rediss://, unix:// or redis-sentinel://"};
 }
 
 std::string redact_url(std::string_view text) {
@@ -160,7 +210,37 @@ std::string redact_url(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// HOST:PORT, an IPv6 address in brackets.
+void append_host_port(std::string& s, const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  s.append(ipv6 ? "[" : "").append(host).append(ipv6 ? "]" : "").append(":").append(std::to_string(port));
+}
+
+} // namespace
+
+RedisUrl RedisUrl::at(std::string new_host, int new_port) const {
+  RedisUrl u;
+  u.host = std::move(new_host);
+  u.port = new_port;
+  u.tls = tls;
+  u.db = db;
+  u.user = user;
+  u.password = password;
+  return u;
+}
+
 std::string RedisUrl::display() const {
+  if (transport == Transport::sentinel) {
+    std::string s = tls ? "rediss-sentinel://" : "redis-sentinel://";
+    if (!user.empty()) s.append(user).append("@");
+    for (const auto& a : sentinels) {
+      if (&a != &sentinels.front()) s.append(",");
+      append_host_port(s, a.host, a.port);
+    }
+    return s.append("/").append(std::to_string(db)).append("#").append(master_name);
+  }
   if (transport == Transport::unix_socket) {
     std::string s = "unix://" + socket_path;
     if (db != 0) s += "?db=" + std::to_string(db);
@@ -168,11 +248,8 @@ std::string RedisUrl::display() const {
   }
   std::string s = tls ? "rediss://" : "redis://";
   if (!user.empty()) s.append(user).append("@");
-  const bool ipv6 = host.find(':') != std::string::npos;
-  if (ipv6) s.append("[");
-  s.append(host);
-  if (ipv6) s.append("]");
-  s.append(":").append(std::to_string(port)).append("/").append(std::to_string(db));
+  append_host_port(s, host, port);
+  s.append("/").append(std::to_string(db));
   return s;
 }
 

@@ -1,22 +1,32 @@
 // Redis server addresses (SPEC §3):
 //   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     unix:///PATH/TO/SOCKET[?db=N]
 //   rediss://... the same over TLS (SPEC §12)
+//   redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER
+//   (rediss-sentinel:// over TLS), SPEC §13
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace bufferlock {
 
 struct RedisUrl {
-  enum class Transport { tcp, unix_socket };
+  enum class Transport { tcp, unix_socket, sentinel };
+  struct Address {
+    std::string host;
+    int port;
+    bool operator==(const Address&) const = default;
+  };
   Transport transport = Transport::tcp;
-  std::string host;        // tcp; brackets of an IPv6 address removed
-  int port = 6379;         // tcp
-  bool tls = false;        // rediss://
-  std::string socket_path; // unix_socket
+  std::string host;               // tcp; brackets of an IPv6 address removed
+  int port = 6379;                // tcp
+  std::vector<Address> sentinels; // sentinel: asked in this order (default port 26379)
+  std::string master_name;        // sentinel: the MASTER after '#'
+  bool tls = false;               // rediss://
+  std::string socket_path;        // unix_socket
   int db = 0;
   std::string user;                    // empty: the default user
   std::optional<std::string> password; // from the URL, percent-decoded
@@ -24,6 +34,9 @@ struct RedisUrl {
   // The server as messages name it, never with the password: "redis://127.0.0.1:6379/0",
   // "unix:///run/redis.sock?db=2", "redis://user@host:6379/0".
   std::string display() const;
+
+  // The server at `host`:`port` with this URL's TLS, user, password and database.
+  RedisUrl at(std::string host, int port) const;
 };
 
 // What went wrong with a URL, for a usage error.

@@ -109,7 +109,7 @@ teardown() { redis_teardown; }
     assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 0
     assert_no_key_without_ttl REDIS
     local wake
-    wake=$(rcli PTTL "$(redis_key "$K"):wake")
+    wake=$(rcli PTTL "{$(redis_key "$K")}:wake")
     [[ $wake == -2 ]] || ((wake > 0 && wake <= 2000)) || fail "wake list PTTL $wake"
 }
 

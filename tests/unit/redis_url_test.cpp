@@ -104,3 +104,35 @@ TEST(RedisUrl, RedactionHidesPasswordsOnly) {
   EXPECT_EQ(redact_url("garbage:pw@host"), "garbage:***@host");
   EXPECT_EQ(good("redis://alice:pw@h").display(), "redis://alice@h:6379/0");
 }
+
+TEST(RedisUrl, Sentinel) {
+  const RedisUrl u = good("redis-sentinel://app:s3cret@10.0.0.1,10.0.0.2:26380,[::1]/2#mymaster");
+  EXPECT_EQ(u.transport, RedisUrl::Transport::sentinel);
+  ASSERT_EQ(u.sentinels.size(), 3u);
+  EXPECT_EQ(u.sentinels[0], (RedisUrl::Address{"10.0.0.1", 26379}));
+  EXPECT_EQ(u.sentinels[1], (RedisUrl::Address{"10.0.0.2", 26380}));
+  EXPECT_EQ(u.sentinels[2], (RedisUrl::Address{"::1", 26379}));
+  EXPECT_EQ(u.master_name, "mymaster");
+  EXPECT_EQ(u.user, "app");
+  EXPECT_EQ(u.password, "s3cret");
+  EXPECT_EQ(u.db, 2);
+  EXPECT_FALSE(u.tls);
+  EXPECT_EQ(u.display(), "redis-sentinel://app@10.0.0.1:26379,10.0.0.2:26380,[::1]:26379/2#mymaster");
+  EXPECT_EQ(redact_url("redis-sentinel://app:s3cret@h1,h2#m"), "redis-sentinel://app:***@h1,h2#m");
+
+  const RedisUrl one = good("rediss-sentinel://127.0.0.1:5000#m%2Dx");
+  EXPECT_TRUE(one.tls);
+  EXPECT_EQ(one.db, 0);
+  EXPECT_EQ(one.master_name, "m-x");
+  EXPECT_EQ(one.sentinels.size(), 1u);
+}
+
+TEST(RedisUrl, SentinelErrors) {
+  EXPECT_NE(bad("redis-sentinel://127.0.0.1:26379").find("#MASTER"), std::string::npos);
+  EXPECT_NE(bad("redis-sentinel://127.0.0.1:26379#").find("#MASTER"), std::string::npos);
+  bad("redis-sentinel://h1,,h2#m");
+  bad("redis-sentinel://h1:0#m");
+  bad("redis-sentinel://h1,h2:x#m");
+  bad("redis-sentinel://h1/x#m");
+  bad("redis-sentinel://#m");
+}

@@ -1,0 +1,123 @@
+#include "redis/client.hpp"
+
+#include "redis/cluster.hpp"
+#include "redis/sentinel.hpp"
+
+namespace bufferlock {
+
+namespace {
+
+// Redirections followed for one command: a slot moves at most once or twice
+// during a resharding; more is a loop between nodes that disagree.
+constexpr int max_redirects = 5;
+
+bool is_server_error(const RedisResult<RedisReply>& r, std::string_view code) {
+  const auto* e = std::get_if<RedisError>(&r);
+  return e && e->kind == RedisError::Kind::server && e->text.starts_with(code);
+}
+
+std::string node_name(const std::string& host, int port) { return host + ":" + std::to_string(port); }
+
+} // namespace
+
+RedisClient::RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts)
+    : url_(std::move(url)), password_(std::move(password)), timeouts_(timeouts) {}
+
+RedisResult<RedisConnection*> RedisClient::first() {
+  if (first_ && !first_->broken()) return &*first_;
+  first_.reset();
+  auto opened = url_.transport == RedisUrl::Transport::sentinel
+                    ? open_sentinel_master(url_, password_, timeouts_)
+                    : RedisConnection::open(url_, password_, timeouts_);
+  if (auto* e = std::get_if<RedisError>(&opened)) return *e;
+  first_.emplace(std::move(std::get<RedisConnection>(opened)));
+  return &*first_;
+}
+
+RedisResult<RedisConnection*> RedisClient::node(const std::string& host, int port) {
+  const std::string name = node_name(host, port);
+  if (url_.transport == RedisUrl::Transport::tcp && host == url_.host && port == url_.port) return first();
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && !it->second.broken()) return &it->second;
+  if (it != nodes_.end()) nodes_.erase(it);
+  auto opened = RedisConnection::open(url_.at(host, port), password_, timeouts_);
+  if (auto* e = std::get_if<RedisError>(&opened)) {
+    RedisError err = *e;
+    err.text = "cluster node " + name + ": " + err.text;
+    return err;
+  }
+  return &nodes_.emplace(name, std::move(std::get<RedisConnection>(opened))).first->second;
+}
+
+RedisResult<RedisConnection*> RedisClient::connection_for(std::string_view key) {
+  // Only a cluster that redirected us has a slot map: a single server never
+  // pays for the hash.
+  if (!slot_node_.empty()) {
+    auto it = slot_node_.find(key_hash_slot(key));
+    if (it != slot_node_.end()) {
+      const std::size_t colon = it->second.rfind(':');
+      return node(it->second.substr(0, colon), std::stoi(it->second.substr(colon + 1)));
+    }
+  }
+  return first();
+}
+
+RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
+                                          const std::vector<std::string_view>& args,
+                                          const std::vector<std::string_view>* fallback, Nanos io_timeout) {
+  if (io_timeout.count() > 0) conn.set_io_timeout(io_timeout);
+  auto once = [&](const std::vector<std::string_view>& a) -> RedisResult<RedisReply> {
+    if (!asking) return std::move(conn.pipeline({a}).front());
+    // ASKING holds for the one command after it: both in one write.
+    auto replies = conn.pipeline({{"ASKING"}, a});
+    return std::move(replies.back());
+  };
+  auto result = once(args);
+  if (fallback && is_server_error(result, "NOSCRIPT")) result = once(*fallback);
+  if (io_timeout.count() > 0) conn.set_io_timeout(timeouts_.io);
+  return result;
+}
+
+RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vector<std::string_view>& args,
+                                           const std::vector<std::string_view>* fallback, Nanos io_timeout) {
+  auto conn = connection_for(key);
+  bool asking = false;
+  for (int hop = 0;; ++hop) {
+    if (auto* e = std::get_if<RedisError>(&conn)) return *e;
+    auto result = send(*std::get<RedisConnection*>(conn), asking, args, fallback, io_timeout);
+    const auto* e = std::get_if<RedisError>(&result);
+    if (!e || e->kind != RedisError::Kind::server) return result;
+    // A demoted master (a sentinel failover): the next connection asks the
+    // sentinels again.
+    if (url_.transport == RedisUrl::Transport::sentinel && e->text.starts_with("READONLY")) first_.reset();
+    const auto redirect = parse_redirect(e->text);
+    if (!redirect) return result;
+    if (hop == max_redirects)
+      return redis_error(RedisError::Kind::redirect,
+                         "cluster nodes redirect slot " + std::to_string(redirect->slot) + " in a loop (" +
+                             std::to_string(max_redirects) + " redirections, last " + e->text + ")");
+    asking = redirect->kind == Redirect::Kind::ask;
+    if (!asking) slot_node_[redirect->slot] = node_name(redirect->host, redirect->port);
+    conn = node(redirect->host, redirect->port);
+  }
+}
+
+RedisResult<RedisReply> RedisClient::command(std::string_view key, const std::vector<std::string_view>& args,
+                                             Nanos io_timeout) {
+  return keyed(key, args, nullptr, io_timeout);
+}
+
+RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::string_view lock_key,
+                                            std::string_view wake_key, std::string_view token,
+                                            std::string_view ms) {
+  std::vector<std::string_view> args{"EVALSHA", script.sha1, script.keys == 2 ? "2" : "1", lock_key};
+  if (script.keys == 2) args.push_back(wake_key);
+  args.push_back(token);
+  args.push_back(ms);
+  std::vector<std::string_view> eval = args;
+  eval[0] = "EVAL";
+  eval[1] = script.source;
+  return keyed(lock_key, args, &eval, Nanos(0));
+}
+
+} // namespace bufferlock

@@ -1,0 +1,60 @@
+// One Redis deployment as the lock sees it: a standalone server, a Redis
+// Cluster reached through any of its nodes (MOVED and ASK followed, the
+// connections to other nodes kept for the run), or the master that
+// sentinels name (SPEC §13). Commands are sent for a key, so the node that
+// serves its slot answers. Nothing is connected before the first command.
+#pragma once
+
+#include "redis/connection.hpp"
+#include "redis/scripts.hpp"
+#include "redis/url.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace bufferlock {
+
+class RedisClient {
+public:
+  RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts);
+
+  // Sends `args` to the node that serves `key`; `io_timeout` (when not 0)
+  // bounds this command instead of the usual one (BLPOP waits longer).
+  RedisResult<RedisReply> command(std::string_view key, const std::vector<std::string_view>& args,
+                                  Nanos io_timeout = Nanos(0));
+
+  // EVALSHA `script` (EVAL when the node does not know it) on the node of `lock_key`.
+  RedisResult<RedisReply> script(const RedisScript& script, std::string_view lock_key,
+                                 std::string_view wake_key, std::string_view token, std::string_view ms);
+
+  // A connection to the server (or the first node) is open and not broken.
+  bool connected() const { return first_ && !first_->broken(); }
+
+  // The server as messages name it (no password).
+  std::string server() const { return url_.display(); }
+  const RedisUrl& url() const { return url_; }
+
+private:
+  // The connection to the node of `key`: the one a MOVED named for its slot, else the first.
+  RedisResult<RedisConnection*> connection_for(std::string_view key);
+  RedisResult<RedisConnection*> first();
+  RedisResult<RedisConnection*> node(const std::string& host, int port);
+  // `args` (and `fallback` after NOSCRIPT), after ASKING when `asking`.
+  RedisResult<RedisReply> send(RedisConnection& conn, bool asking, const std::vector<std::string_view>& args,
+                               const std::vector<std::string_view>* fallback, Nanos io_timeout);
+  RedisResult<RedisReply> keyed(std::string_view key, const std::vector<std::string_view>& args,
+                                const std::vector<std::string_view>* fallback, Nanos io_timeout);
+
+  RedisUrl url_;
+  std::optional<std::string> password_;
+  RedisTimeouts timeouts_;
+  std::optional<RedisConnection> first_;
+  std::map<std::string, RedisConnection> nodes_;   // other cluster nodes, by HOST:PORT
+  std::unordered_map<int, std::string> slot_node_; // learnt from MOVED
+};
+
+} // namespace bufferlock

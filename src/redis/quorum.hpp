@@ -1,0 +1,61 @@
+// A lock over N independent masters (SPEC §13, the Redlock design): every
+// operation goes to all N at once (connections opened one after another,
+// then one request written to each and one poll(2) over all sockets until
+// every reply is in or the I/O timeout passes), so a quorum costs about one
+// round trip, not N.
+#pragma once
+
+#include "redis/connection.hpp"
+#include "redis/scripts.hpp"
+#include "redis/url.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bufferlock {
+
+// How many of n servers make a majority: n/2 + 1.
+constexpr std::size_t quorum_majority(std::size_t n) { return n / 2 + 1; }
+
+// How long a lock taken in `elapsed` is still surely held: the TTL less the
+// time the attempt took, less the clock drift allowance (1 % of the TTL + 2 ms).
+Nanos quorum_validity(Nanos ttl, Nanos elapsed);
+
+class QuorumClient {
+public:
+  // `urls` with their passwords filled in; nothing is connected yet.
+  QuorumClient(std::vector<RedisUrl> urls, RedisTimeouts timeouts);
+
+  // Takes the lock on a majority within its validity: true; else deletes
+  // what it took and answers false (busy), or the error when no majority
+  // could even be asked.
+  RedisResult<bool> acquire(std::string_view key, std::string_view wake_key, std::string_view token,
+                            std::string_view ms, Nanos ttl);
+  // A compare-with-token script on all: true when a majority acted.
+  RedisResult<bool> compare(const RedisScript& script, std::string_view key, std::string_view wake_key,
+                            std::string_view token, std::string_view ms);
+  // PTTL on all: the TTL (ms) a majority still holds the key for, -1 for no
+  // expiry, -2 when no majority holds it.
+  RedisResult<long long> pttl(std::string_view key);
+  // BLPOP on the first server that is connected; false when none is.
+  bool wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout);
+
+  std::string server() const; // "N servers: URL URL ..."
+
+private:
+  struct Member {
+    RedisUrl url;
+    std::optional<RedisConnection> conn;
+  };
+  // One command per member (the same for all), all at once: the replies in
+  // member order.
+  std::vector<RedisResult<RedisReply>> fan_out(const std::vector<std::string_view>& args);
+  RedisError no_majority(const std::vector<RedisResult<RedisReply>>& replies) const;
+
+  std::vector<Member> members_;
+  RedisTimeouts timeouts_;
+};
+
+} // namespace bufferlock

@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# Redis Cluster (SPEC §13): a real 3-master cluster; locks whose slots live on
+# other nodes than the one named in the URL (MOVED), a slot migrated while a
+# lock is held and waited for (ASK), a redirect loop, --hash-tag.
+
+bats_require_minimum_version 1.5.0
+
+load cluster_helpers
+
+setup_file() { cluster_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() { cluster_setup; }
+teardown() {
+    # A test that opened a slot leaves it stable, even when it failed half-way:
+    # $T/settle holds "NODE ARGS..." lines for rcli_to.
+    local line
+    if [[ -s $T/settle ]]; then
+        while read -r -a line; do
+            rcli_to "${line[@]}" >/dev/null
+        done <"$T/settle"
+    fi
+    redis_teardown
+}
+
+# url_of NAME: the redis:// URL of a cluster node.
+url_of() {
+    local -n _u="$1_URL"
+    printf '%s\n' "$_u"
+}
+
+@test "cluster: the wake list is in the lock key's slot, with and without --hash-tag" {
+    local k rk
+    k=$(cluster_key_on C2)
+    rk=$(redis_key "$k")
+    assert_equal "$(slot_of "{$rk}:wake")" "$(slot_of "$rk")"
+    rk=$(redis_key_tagged "$k")
+    assert_equal "$(slot_of "$rk:wake")" "$(slot_of "$rk")"
+}
+
+@test "cluster: a run through a node that does not serve the slot follows MOVED" {
+    local k rk n
+    for n in C1 C2 C3; do
+        local -n port="${n}_PORT"
+        k=$(cluster_key_on "$n")
+        rk=$(redis_key "$k")
+        run --separate-stderr bl -r "$(url_of "$(other_node "$n")")" "$k" sh -c \
+            'redis-cli -p "$0" EXISTS "$BUFFERLOCK_REDIS_KEY"' "$port"
+        assert_success
+        assert_output 1
+        assert_stderr_empty
+        assert_equal "$(rcli_to "$n" EXISTS "$rk")" 0
+        # the release pushed the wake list on the owner, which expires
+        local wake
+        wake=$(rcli_to "$n" PTTL "{$rk}:wake")
+        ((wake > 0 && wake <= 2000)) || fail "wake list PTTL $wake on $n"
+    done
+}
+
+@test "cluster: acquire, status, extend and release through other nodes" {
+    local k token
+    k=$(cluster_key_on C3)
+    run --separate-stderr bl acquire -r "$C1_URL" --ttl 30 "$k"
+    assert_success
+    token=$output
+    assert_equal "$(rcli_to C3 GET "$(redis_key "$k")")" "$token"
+    run --separate-stderr bl status -r "$C2_URL" "$k"
+    assert_failure 75
+    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3}$'
+    run --separate-stderr bl -r "$C2_URL" -n "$k" true
+    assert_failure 75
+    run --separate-stderr bl extend -r "$C2_URL" --ttl 50 "$k" "$token"
+    assert_success
+    (($(rcli_to C3 PTTL "$(redis_key "$k")") > 40000)) || fail "not extended"
+    run --separate-stderr bl release -r "$C1_URL" "$k" "$token"
+    assert_success
+    assert_stderr_empty
+    run --separate-stderr bl status -r "$C1_URL" "$k"
+    assert_success
+    assert_output free
+}
+
+@test "cluster: a release on one node wakes a waiter at once (--step 3)" {
+    local k
+    k=$(cluster_key_on C2)
+    BG_OUT=$T/holder.out BG_ERR=$T/holder.err \
+        bl_bg -r "$C1_URL" "$k" sh -c 'echo x > "$0.started"; sleep 1; date +%s%N > "$0"' "$T/holder_end"
+    local holder=$BG_PID
+    wait_for_file "$T/holder_end.started" 5 || fail "the holder did not start"
+    run --separate-stderr bl -r "$C3_URL" -w 10 --step 3 --max-step 3 "$k" sh -c 'date +%s%N > "$0"' "$T/waiter_start"
+    assert_success
+    assert_stderr_empty
+    wait_for_exit "$holder" 5
+    reap "$holder"
+    assert_equal "$REAPED_STATUS" 0
+    local gap
+    gap=$((($(cat "$T/waiter_start") - $(cat "$T/holder_end")) / 1000000))
+    ((gap >= 0 && gap < 800)) || fail "the waiter's command started ${gap} ms after the holder's ended"
+}
+
+@test "cluster: renewal keeps a lock on another node while the command outlives the TTL" {
+    local k
+    k=$(cluster_key_on C1)
+    run --separate-stderr bl -r "$C2_URL" --ttl 0.3 "$k" sh -c 'sleep 1.2; echo done'
+    assert_success
+    assert_output done
+    assert_stderr_empty
+    assert_equal "$(rcli_to C1 EXISTS "$(redis_key "$k")")" 0
+}
+
+@test "cluster: --hash-tag puts every lock in one slot, reached from any node" {
+    local a b slot owner
+    a=$(redis_key_tagged one)
+    b=$(redis_key_tagged two)
+    slot=$(slot_of "$a")
+    assert_equal "$(slot_of "$b")" "$slot"
+    owner=$(slot_owner "$slot")
+    run --separate-stderr bl -r "$(url_of "$(other_node "$owner")")" --hash-tag one \
+        "$BL" -r "$C3_URL" --hash-tag two sh -c 'echo "$BUFFERLOCK_REDIS_KEY"'
+    assert_success
+    assert_output "$b"
+    assert_stderr_empty
+}
+
+@test "cluster: a slot migrated while its lock is held and waited for (ASK, then MOVED)" {
+    local k rk slot src dst src_id dst_id token n
+    k=$(cluster_key_on C1)
+    rk=$(redis_key "$k")
+    slot=$(slot_of "$rk")
+    src=C1 dst=C2
+    src_id=$(node_id C1) dst_id=$(node_id C2)
+    # (the slot stays with C2: giving it back would need a second migration)
+    for n in C1 C2 C3; do
+        echo "$n CLUSTER SETSLOT $slot NODE $dst_id"
+    done >"$T/settle"
+    run --separate-stderr bl acquire -r "$C3_URL" --ttl 30 "$k"
+    assert_success
+    token=$output
+    # Move the lock key to C2 and leave the slot half-migrated: C1 answers ASK.
+    rcli_to "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$src_id" >/dev/null
+    rcli_to "$src" CLUSTER SETSLOT "$slot" MIGRATING "$dst_id" >/dev/null
+    assert_equal "$(rcli_to "$src" MIGRATE 127.0.0.1 "$C2_PORT" "$rk" 0 5000)" OK
+    [[ $(rcli_to "$src" EXISTS "$rk") == "ASK $slot "* ]] || fail "C1 does not redirect with ASK"
+    run --separate-stderr bl status -r "$C1_URL" "$k"
+    assert_failure 75
+    run --separate-stderr bl -r "$C1_URL" -n "$k" true
+    assert_failure 75
+    assert_stderr_empty
+    # A waiter through C1, then the migration ends and the holder releases.
+    BG_OUT=$T/waiter.out BG_ERR=$T/waiter.err bl_bg -r "$C1_URL" -w 20 "$k" echo ran
+    local waiter=$BG_PID
+    sleep 0.3
+    pid_alive "$waiter" || fail "the waiter did not wait"
+    for n in C1 C2 C3; do
+        rcli_to "$n" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null
+    done
+    run --separate-stderr bl release -r "$C1_URL" "$k" "$token"
+    assert_success
+    assert_stderr_empty
+    wait_for_exit "$waiter" 10 || fail "the waiter was not woken"
+    reap "$waiter"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/waiter.out")" ran
+    assert_equal "$(cat "$T/waiter.err")" ""
+    assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
+}
+
+@test "cluster: nodes that redirect in a loop give the error status, not a hang" {
+    local k rk slot t0 ms
+    k=$(cluster_key_on C1)
+    rk=$(redis_key "$k")
+    slot=$(slot_of "$rk")
+    # C1 sends the (absent) key to C2 with ASK; C2, not importing, sends it back.
+    echo "C1 CLUSTER SETSLOT $slot STABLE" >"$T/settle"
+    assert_equal "$(rcli_to C1 CLUSTER SETSLOT "$slot" MIGRATING "$(node_id C2)")" OK
+    t0=$(now_us)
+    run --separate-stderr bl -r "$C1_URL" -w 2 "$k" true
+    ms=$(elapsed_ms "$t0")
+    assert_failure 69
+    assert_one_bufferlock_line
+    [[ $stderr == *"Redis at redis://127.0.0.1:$C1_PORT/0"*"redirect"*"loop"* ]] || fail "stderr: $stderr"
+    ((ms < 1500)) || fail "took $ms ms: a loop is not worth waiting for"
+}
+
+@test "cluster: no CROSSSLOT and no key without a TTL after many runs across nodes" {
+    local i n k
+    for i in 1 2 3; do
+        for n in C1 C2 C3; do
+            k=$(cluster_key_on "$n")
+            run --separate-stderr bl -r "$C1_URL" -w 5 "$k" true
+            assert_success
+            assert_stderr_empty
+        done
+    done
+    for n in C1 C2 C3; do
+        assert_no_key_without_ttl "$n"
+    done
+}
