@@ -550,11 +550,13 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     if (env_dir) p.dir = env_dir;
     if (env_redis) {
       // BUFFERLOCK_REDIS="URL URL URL": a quorum, as --redis given thrice.
-      const std::string_view list = env_redis;
-      for (std::size_t i = 0; i < list.size();) {
-        const std::size_t end = std::min(list.find(' ', i), list.size());
-        if (end > i) p.redis_urls.emplace_back(list.substr(i, end - i));
-        i = end + 1;
+      // Any run of blanks separates (a list may be wrapped over lines).
+      const std::string_view list = env_redis, blanks = " \t\n";
+      for (std::size_t i = list.find_first_not_of(blanks); i < list.size();
+           i = list.find_first_not_of(blanks, i)) {
+        const std::size_t end = std::min(list.find_first_of(blanks, i), list.size());
+        p.redis_urls.emplace_back(list.substr(i, end - i));
+        i = end;
       }
       if (!p.redis_urls.empty()) p.redis_url = p.redis_urls.front();
     }
@@ -616,7 +618,8 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
 
 // --store redis: entries and locks on one Redis server (SPEC §15).
 void check_redis_store(Parsed& p, const EnvLookup& getenv) {
-  if (p.redis_urls.size() > 1) usage(Msg::usage_store_servers, {{"count", std::to_string(p.redis_urls.size())}});
+  if (p.redis_urls.size() > 1)
+    usage(Msg::usage_store_servers, {{"count", std::to_string(p.redis_urls.size())}});
   choose_backend(p, getenv);
   if (p.opts.backend != Backend::redis)
     usage(Msg::usage_option_needs, {{"option", "--store redis"}, {"value", "a Redis server (--redis URL)"}});

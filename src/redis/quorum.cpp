@@ -38,6 +38,26 @@ std::size_t errors_in(const std::vector<RedisResult<RedisReply>>& replies) {
 
 Nanos quorum_validity(Nanos ttl, Nanos elapsed) { return ttl - elapsed - (ttl / 100 + Nanos(2'000'000)); }
 
+QuorumDecision quorum_decide(std::size_t n, std::size_t acted, std::size_t failed, Nanos validity) {
+  const std::size_t need = quorum_majority(n);
+  if (acted >= need && validity.count() > 0) return QuorumDecision::held;
+  if (n - std::min(failed, n) < need) return QuorumDecision::error;
+  return QuorumDecision::busy;
+}
+
+long long quorum_pttl(std::vector<long long> answers, std::size_t n) {
+  constexpr long long forever = std::numeric_limits<long long>::max();
+  std::vector<long long> held; // -1 (no expiry) counts as the longest
+  for (long long t : answers)
+    if (t != -2 && t >= -1) held.push_back(t == -1 ? forever : t);
+  const std::size_t need = quorum_majority(n);
+  if (held.size() < need) return -2;
+  // The majority holds it as long as its need-th longest TTL.
+  std::sort(held.rbegin(), held.rend());
+  const long long t = held[need - 1];
+  return t == forever ? -1 : t;
+}
+
 QuorumClient::QuorumClient(std::vector<RedisUrl> urls, RedisTimeouts timeouts) : timeouts_(timeouts) {
   for (auto& u : urls)
     members_.push_back({std::move(u), std::nullopt});
@@ -127,12 +147,13 @@ RedisResult<bool> QuorumClient::acquire(std::string_view key, std::string_view w
   // EVAL, not EVALSHA: a NOSCRIPT would cost every server a second round trip.
   auto replies = fan_out({"EVAL", acquire_script.source, "1", key, token, ms});
   const std::size_t taken = count_if_reply(replies, is_ok);
-  const std::size_t need = quorum_majority(replies.size());
-  if (taken >= need && quorum_validity(ttl, monotonic_now() - started).count() > 0) return true;
+  const QuorumDecision d = quorum_decide(replies.size(), taken, errors_in(replies),
+                                         quorum_validity(ttl, monotonic_now() - started));
+  if (d == QuorumDecision::held) return true;
   // Not held: what was taken goes at once rather than at its TTL.
   // (Its wake list lasts 1 ms: nobody is to be woken for a lock never held.)
   if (taken > 0) fan_out({"EVAL", release_script.source, "2", key, wake_key, token, "1"});
-  if (replies.size() - errors_in(replies) < need) return no_majority(replies);
+  if (d == QuorumDecision::error) return no_majority(replies);
   return false;
 }
 
@@ -144,28 +165,23 @@ RedisResult<bool> QuorumClient::compare(const RedisScript& script, std::string_v
   args.push_back(token);
   args.push_back(ms);
   auto replies = fan_out(args);
-  const std::size_t need = quorum_majority(replies.size());
-  if (count_if_reply(replies, [](const auto& r) { return reply_is(r, REDIS_REPLY_INTEGER, 1); }) >= need)
-    return true;
+  const std::size_t acted =
+      count_if_reply(replies, [](const auto& r) { return reply_is(r, REDIS_REPLY_INTEGER, 1); });
+  const QuorumDecision d = quorum_decide(replies.size(), acted, errors_in(replies));
   // Too few answered to tell: an error, which a renewal retries.
-  if (replies.size() - errors_in(replies) < need) return no_majority(replies);
-  return false;
+  if (d == QuorumDecision::error) return no_majority(replies);
+  return d == QuorumDecision::held;
 }
 
 RedisResult<long long> QuorumClient::pttl(std::string_view key) {
   auto replies = fan_out({"PTTL", key});
-  const std::size_t need = quorum_majority(replies.size());
-  if (replies.size() - errors_in(replies) < need) return no_majority(replies);
-  std::vector<long long> held; // -1 (no expiry) counts as the longest
+  if (quorum_decide(replies.size(), 0, errors_in(replies)) == QuorumDecision::error)
+    return no_majority(replies);
+  std::vector<long long> answers;
   for (const auto& r : replies)
-    if (const auto* reply = std::get_if<RedisReply>(&r);
-        reply && (*reply)->type == REDIS_REPLY_INTEGER && (*reply)->integer != -2)
-      held.push_back((*reply)->integer == -1 ? std::numeric_limits<long long>::max() : (*reply)->integer);
-  if (held.size() < need) return -2;
-  // The majority holds it as long as its need-th longest TTL.
-  std::sort(held.rbegin(), held.rend());
-  const long long t = held[need - 1];
-  return t == std::numeric_limits<long long>::max() ? -1 : t;
+    if (const auto* reply = std::get_if<RedisReply>(&r); reply && (*reply)->type == REDIS_REPLY_INTEGER)
+      answers.push_back((*reply)->integer);
+  return quorum_pttl(std::move(answers), replies.size());
 }
 
 bool QuorumClient::wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout) {

@@ -23,6 +23,22 @@ constexpr std::size_t quorum_majority(std::size_t n) { return n / 2 + 1; }
 // time the attempt took, less the clock drift allowance (1 % of the TTL + 2 ms).
 Nanos quorum_validity(Nanos ttl, Nanos elapsed);
 
+enum class QuorumDecision { held, busy, error };
+
+// The decision over n servers, of which `acted` did what was asked (stored
+// the token, renewed, released) and `failed` gave no answer (an error):
+// held when a majority acted while `validity` was left; otherwise an error
+// when too few answered to tell (the answers alone cannot make a majority),
+// else busy. Operations without a validity pass none.
+QuorumDecision quorum_decide(std::size_t n, std::size_t acted, std::size_t failed,
+                             Nanos validity = Nanos::max());
+
+// The PTTL a majority of n servers still holds a key for, given the PTTL
+// replies of those that answered (-2: not held there, -1: no expiry): the
+// majority's shortest, -1 when a majority has no expiry, -2 when no
+// majority holds it.
+long long quorum_pttl(std::vector<long long> answers, std::size_t n);
+
 class QuorumClient {
 public:
   // `urls` with their passwords filled in; nothing is connected yet.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,92 @@ TEST(Cli, RedisTimingOptionsMustBePositive) {
   EXPECT_EQ(parse({"-r", "redis://h", "--ratio", "1.5", "k", "true"}).redis.ratio, 1.5);
   EXPECT_NE(usage_error({"-r", "redis://h", "--on-lost", "panic", "k", "true"}), "(no error)");
   EXPECT_EQ(parse({"-r", "redis://h", "--on-lost", "term", "k", "true"}).redis.on_lost, OnLost::term);
+}
+
+// Which usage error (its message key), or nullopt when the words parse.
+std::optional<Msg> usage_key(std::vector<std::string> words, const Env& env = {}) {
+  try {
+    parse(std::move(words), env);
+  } catch (const UsageError& e) {
+    return e.msg;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> quorum_hosts(const Options& o) {
+  std::vector<std::string> hosts;
+  for (const auto& u : o.redis.quorum)
+    hosts.push_back(u.host + ":" + std::to_string(u.port));
+  return hosts;
+}
+
+TEST(CliQuorum, RedisGivenNTimesIsAQuorum) {
+  const Options o = parse({"-r", "redis://a", "--redis", "redis://b:7001", "-rredis://c/2", "k", "true"});
+  EXPECT_EQ(o.backend, Backend::redis);
+  EXPECT_EQ(quorum_hosts(o), (std::vector<std::string>{"a:6379", "b:7001", "c:6379"}));
+  EXPECT_EQ(o.redis.url.host, "a"); // the first names the lock in messages
+  EXPECT_EQ(o.redis.quorum[2].db, 2);
+  // One URL is the ordinary single-server lock, not a quorum of one.
+  EXPECT_TRUE(parse({"-r", "redis://a", "k", "true"}).redis.quorum.empty());
+}
+
+TEST(CliQuorum, SeveralUrlsInTheEnvironmentWithOddSpacing) {
+  for (const char* list : {"redis://a redis://b redis://c", "  redis://a   redis://b redis://c  ",
+                           "redis://a\tredis://b\n redis://c\n"}) {
+    const Env env{{{"BUFFERLOCK_REDIS", list}}};
+    EXPECT_EQ(quorum_hosts(parse({"k", "true"}, env)),
+              (std::vector<std::string>{"a:6379", "b:6379", "c:6379"}))
+        << list;
+  }
+  const Env one{{{"BUFFERLOCK_REDIS", "  redis://a  "}}};
+  EXPECT_EQ(parse({"k", "true"}, one).redis.url.host, "a");
+  EXPECT_TRUE(parse({"k", "true"}, one).redis.quorum.empty());
+  // Blanks only: no URL at all, so the file backend (as if unset).
+  const Env blank{{{"BUFFERLOCK_REDIS", "   "}}};
+  EXPECT_EQ(parse({"k", "true"}, blank).backend, Backend::file);
+  // --redis on the command line replaces the whole list.
+  const Env three{{{"BUFFERLOCK_REDIS", "redis://a redis://b redis://c"}}};
+  EXPECT_TRUE(parse({"-r", "redis://d", "k", "true"}, three).redis.quorum.empty());
+}
+
+TEST(CliQuorum, TheSameServerTwiceIsAUsageError) {
+  EXPECT_EQ(usage_key({"-r", "redis://a", "-r", "redis://b", "-r", "redis://a", "k", "true"}),
+            Msg::usage_redis_twice);
+  // The database or the password does not make it another server.
+  EXPECT_EQ(usage_key({"-r", "redis://a:7000/1", "-r", "redis://:pw@a:7000/2", "k", "true"}),
+            Msg::usage_redis_twice);
+  EXPECT_EQ(usage_key({"-r", "unix:///s", "-r", "unix:///s?db=3", "k", "true"}), Msg::usage_redis_twice);
+  EXPECT_EQ(usage_key({"k", "true"}, Env{{{"BUFFERLOCK_REDIS", "redis://a redis://a"}}}),
+            Msg::usage_redis_twice);
+  // Another port, or TCP vs TLS on another port, is another server.
+  EXPECT_EQ(usage_key({"-r", "redis://a:7000", "-r", "redis://a:7001", "k", "true"}), std::nullopt);
+}
+
+TEST(CliQuorum, ASentinelUrlInAQuorumIsAUsageError) {
+  EXPECT_EQ(usage_key({"-r", "redis://a", "-r", "redis-sentinel://s1,s2#mymaster", "k", "true"}),
+            Msg::usage_quorum_sentinel);
+  EXPECT_EQ(usage_key({"k", "true"}, Env{{{"BUFFERLOCK_REDIS", "redis-sentinel://s#m redis://a"}}}),
+            Msg::usage_quorum_sentinel);
+  // Alone, a sentinel URL is fine.
+  EXPECT_EQ(usage_key({"-r", "redis-sentinel://s1,s2#mymaster", "k", "true"}), std::nullopt);
+}
+
+TEST(CliQuorum, ThePasswordFromTheEnvironmentGoesToEachUrlWithoutOne) {
+  const Env env{{{"BUFFERLOCK_REDIS_PASSWORD", "env-pw"}}};
+  const Options o = parse({"-r", "redis://a", "-r", "redis://:own@b", "-r", "redis://u@c", "k", "true"}, env);
+  ASSERT_EQ(o.redis.quorum.size(), 3U);
+  EXPECT_EQ(o.redis.quorum[0].password, "env-pw");
+  EXPECT_EQ(o.redis.quorum[1].password, "own"); // the URL's own wins
+  EXPECT_EQ(o.redis.quorum[2].password, "env-pw");
+  const Env cli{{{"REDISCLI_AUTH", "cli-pw"}, {"BUFFERLOCK_REDIS", "redis://a redis://b redis://c"}}};
+  for (const auto& u : parse({"k", "true"}, cli).redis.quorum)
+    EXPECT_EQ(u.password, "cli-pw") << u.host;
+}
+
+TEST(CliQuorum, ABadUrlAnywhereInTheListIsAUsageError) {
+  EXPECT_EQ(usage_key({"-r", "redis://a", "-r", "redis://b:99999", "k", "true"}), Msg::usage_bad_redis_url);
+  EXPECT_EQ(usage_key({"k", "true"}, Env{{{"BUFFERLOCK_REDIS", "redis://a http://b"}}}),
+            Msg::usage_bad_redis_url);
 }
 
 // The CLI11 2.1.2 traps the parser is built around (src/cli.cpp, DEPS.md).
