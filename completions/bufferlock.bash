@@ -156,7 +156,7 @@ _bufferlock()
             return
             ;;
         -r | --redis)
-            _bufferlock_reply 'redis://localhost:6379/0 rediss://localhost:6379/0 unix:///'
+            _bufferlock_reply 'redis://localhost:6379/0 rediss://localhost:6379/0 unix:/// redis-sentinel://localhost:26379'
             __ltrim_colon_completions "$cur"
             compopt -o nospace
             return

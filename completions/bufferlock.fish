@@ -145,7 +145,7 @@ set -l cache '__bufferlock_options_for cache'
 
 # Backend
 complete -c bufferlock -n $file_backend -s d -l dir -xa '(__fish_complete_directories)' -d 'file locks in DIR'
-complete -c bufferlock -n $any -s r -l redis -xa 'redis:// rediss:// unix://' -d 'a Redis server shared by many machines'
+complete -c bufferlock -n $any -s r -l redis -xa 'redis:// rediss:// unix:// redis-sentinel://' -d 'a Redis server shared by many machines'
 
 # Waiting
 complete -c bufferlock -n $waiting -s n -l nonblock -d 'try once; if busy, skip the command'

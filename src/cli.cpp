@@ -114,7 +114,9 @@ constexpr std::array<OptionDecl, 43> option_table = {{
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
      "a Redis server shared by many machines: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
-     "unix:///PATH[?db=N]; password also from BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH",
+     "rediss://... (the same over TLS), unix:///PATH[?db=N], "
+     "redis-sentinel://HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER; give it N times for a quorum "
+     "of N masters; password also from BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH",
      "", "BUFFERLOCK_REDIS", Scope::any},
     {Opt::nonblock, "-n,--nonblock,--nb", "", g_waiting, "try once; if busy, skip the command (the default)",
      "", "", Scope::any},

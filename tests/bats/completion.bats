@@ -144,6 +144,13 @@ values_of_on_lost() {
     assert_equal "$output" "term"
 }
 
+url_starts_for_redis() {
+    offers "$1" 'bufferlock -r redis'
+    expect_offered_like '^redis://'
+    expect_offered_like '^rediss://'
+    expect_offered_like '^redis-sentinel://'
+}
+
 command_after_key() {
     local line
     for line in 'bufferlock job ech' 'bufferlock job -- ech' 'bufferlock -w 5 -d /tmp job ech' \
@@ -178,6 +185,7 @@ no_command_where_none_goes() {
 @test "bash: directories for --dir, -d, --cache-dir" { need_shell bash; directories_for_dir_options bash; }
 @test "bash: files for --messages" { need_shell bash; files_for_messages bash; }
 @test "bash: warn and term for --on-lost" { need_shell bash; values_of_on_lost bash; }
+@test "bash: URL starts for --redis, the sentinel form too" { need_shell bash; url_starts_for_redis bash; }
 @test "bash: the command after KEY is completed as a command" { need_shell bash; command_after_key bash; }
 @test "bash: nothing after KEY where no command goes" { need_shell bash; no_command_where_none_goes bash; }
 
@@ -197,6 +205,7 @@ no_command_where_none_goes() {
 @test "zsh: directories for --dir, -d, --cache-dir" { need_shell zsh; directories_for_dir_options zsh; }
 @test "zsh: files for --messages" { need_shell zsh; files_for_messages zsh; }
 @test "zsh: warn and term for --on-lost" { need_shell zsh; values_of_on_lost zsh; }
+@test "zsh: URL starts for --redis, the sentinel form too" { need_shell zsh; url_starts_for_redis zsh; }
 @test "zsh: the command after KEY is completed as a command" { need_shell zsh; command_after_key zsh; }
 @test "zsh: nothing after KEY where no command goes" { need_shell zsh; no_command_where_none_goes zsh; }
 
@@ -208,6 +217,7 @@ no_command_where_none_goes() {
 @test "fish: directories for --dir, -d, --cache-dir" { need_shell fish; directories_for_dir_options fish; }
 @test "fish: files for --messages" { need_shell fish; files_for_messages fish; }
 @test "fish: warn and term for --on-lost" { need_shell fish; values_of_on_lost fish; }
+@test "fish: URL starts for --redis, the sentinel form too" { need_shell fish; url_starts_for_redis fish; }
 @test "fish: the command after KEY is completed as a command" { need_shell fish; command_after_key fish; }
 @test "fish: nothing after KEY where no command goes" { need_shell fish; no_command_where_none_goes fish; }
 
