@@ -512,9 +512,14 @@ const char* env_value(const EnvLookup& getenv, const char* name) {
 
 // The TLS options fit the URL and their files can be used (SPEC §12);
 // `named(id)` is how the user gave the option, for the message.
+// A rediss:// URL anywhere, so also in a quorum whose first server is plain.
+bool uses_tls(const RedisSettings& r) {
+  return r.url.tls || std::any_of(r.quorum.begin(), r.quorum.end(), [](const RedisUrl& u) { return u.tls; });
+}
+
 template <class Named> void check_tls(const RedisSettings& r, const Named& named) {
   const TlsFiles& f = r.tls;
-  if (!r.url.tls) {
+  if (!uses_tls(r)) {
     for (auto [id, file] : {std::pair{Opt::tls_ca, &f.ca}, {Opt::tls_cert, &f.cert}, {Opt::tls_key, &f.key}})
       if (!file->empty())
         usage(Msg::usage_option_needs, {{"option", named(id)}, {"value", "a rediss:// URL"}});
@@ -592,7 +597,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     };
     for (const auto& decl : option_table) {
       if (decl.env.empty() || given(decl)) continue;
-      if (decl.scope != Scope::redis && !(decl.scope == Scope::tls && o.redis.url.tls)) continue;
+      if (decl.scope != Scope::redis && !(decl.scope == Scope::tls && uses_tls(o.redis))) continue;
       const std::string name(decl.env);
       if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }

@@ -325,6 +325,19 @@ TEST(CliQuorum, ThePasswordFromTheEnvironmentGoesToEachUrlWithoutOne) {
     EXPECT_EQ(u.password, "cli-pw") << u.host;
 }
 
+TEST(CliQuorum, TlsOptionsApplyWhenAnyServerIsRediss) {
+  // (The files are checked once per process, so only errors that come before
+  // reading them are tested here: the options are taken, not refused.)
+  EXPECT_EQ(usage_error({"-r", "redis://a", "-r", "rediss://b", "--tls-cert", "c.pem", "k", "true"}),
+            "--tls-cert needs --tls-key");
+  EXPECT_EQ(usage_error({"-r", "redis://a", "-r", "redis://b", "--tls-cert", "c.pem", "k", "true"}),
+            "--tls-cert needs a rediss:// URL");
+  const Env mixed{{{"BUFFERLOCK_TLS_CERT", "c.pem"}, {"BUFFERLOCK_REDIS", "redis://a rediss://b"}}};
+  EXPECT_EQ(usage_error({"k", "true"}, mixed), "BUFFERLOCK_TLS_CERT needs --tls-key");
+  const Env plain{{{"BUFFERLOCK_TLS_CERT", "c.pem"}, {"BUFFERLOCK_REDIS", "redis://a redis://b"}}};
+  EXPECT_EQ(usage_key({"k", "true"}, plain), std::nullopt);
+}
+
 TEST(CliQuorum, ABadUrlAnywhereInTheListIsAUsageError) {
   EXPECT_EQ(usage_key({"-r", "redis://a", "-r", "redis://b:99999", "k", "true"}), Msg::usage_bad_redis_url);
   EXPECT_EQ(usage_key({"k", "true"}, Env{{{"BUFFERLOCK_REDIS", "redis://a http://b"}}}),
