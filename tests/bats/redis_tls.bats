@@ -12,6 +12,7 @@
 
 load tls_helpers
 load cache_helpers
+load cluster_helpers
 
 setup_file() {
     redis_setup_file
@@ -91,6 +92,77 @@ assert_tls_error() {
     run rcli_raw --tls --cacert "$TLS_CA2" -h 127.0.0.1 -p "$TLS_PORT" PING
     refute_output PONG
     assert_output --partial 'certificate verify failed'
+}
+
+# --- topologies over TLS (SPEC 13) -------------------------------------------------
+
+@test "tls: a quorum of 3 rediss:// servers (and one mixed with redis://): held on all, released on all" {
+    local n rk held
+    rk=$(redis_key "$K")
+    for n in QT1 QT2 QT3; do
+        start_tls_redis_as "$n" "$TLS_SERVER_CERT" "$TLS_SERVER_KEY" || fail "cannot start $n"
+    done
+    # The command reads the key on all three over TLS while the lock is held.
+    held='for p in "$2" "$3" "$4"; do redis-cli --tls --cacert "$1" -p "$p" GET "$BUFFERLOCK_REDIS_KEY"; done
+          echo "$BUFFERLOCK_TOKEN"'
+    run --separate-stderr bl -r "$QT1_URL" -r "$QT2_URL" -r "$QT3_URL" --tls-ca "$TLS_CA" "$K" \
+        sh -c "$held" sh "$TLS_CA" "$QT1_PORT" "$QT2_PORT" "$QT3_PORT"
+    assert_success
+    assert_stderr_empty
+    assert_equal "${#lines[@]}" 4
+    assert_regex "${lines[3]}" '^[0-9a-f]{32}$'
+    for n in 0 1 2; do assert_equal "${lines[n]}" "${lines[3]}"; done
+    for n in QT1 QT2 QT3; do assert_equal "$(rcli_to "$n" EXISTS "$rk")" 0; done
+    # Held: a second run through the same quorum is busy.
+    bl_bg -r "$QT1_URL" -r "$QT2_URL" -r "$QT3_URL" --tls-ca "$TLS_CA" "$K" sleep 30
+    wait_for_key_state QT2 "$rk" present
+    run --separate-stderr bl -r "$QT3_URL" -r "$QT1_URL" -r "$QT2_URL" --tls-ca "$TLS_CA" "$K" true
+    assert_failure 75
+    kill -TERM "$BG_PID"
+    wait_for_exit "$BG_PID" 5 || fail "the holder did not end"
+    reap "$BG_PID"
+    # A quorum may mix plain and TLS servers; BUFFERLOCK_TLS_CA is read for it
+    # although its first server is plain.
+    run --separate-stderr env BUFFERLOCK_REDIS="$REDIS_URL $QT1_URL $QT2_URL" BUFFERLOCK_TLS_CA="$TLS_CA" \
+        "$BL" "$K" sh -c 'redis-cli -p "$0" GET "$BUFFERLOCK_REDIS_KEY"' "$REDIS_PORT"
+    assert_success
+    assert_stderr_empty
+    assert_regex "$output" '^[0-9a-f]{32}$'
+    for n in QT1 QT2 QT3; do assert_no_key_without_ttl "$n"; done
+}
+
+@test "tls: a rediss:// cluster (--tls-cluster yes): MOVED followed over TLS, held and released on the owner" {
+    local n rk CLUSTER_NODES=(CT1 CT2 CT3) FREE_PORT_MAX=$CLUSTER_FREE_PORT_MAX
+    # The cluster bus verifies both ends: a node presents the test client
+    # certificate (clientAuth) when it connects to another.
+    for n in "${CLUSTER_NODES[@]}"; do
+        start_tls_redis_as "$n" "$TLS_SERVER_CERT" "$TLS_SERVER_KEY" "${CLUSTER_ARGS[@]}" \
+            --tls-cluster yes --tls-client-cert-file "$TLS_CLIENT_CERT" \
+            --tls-client-key-file "$TLS_CLIENT_KEY" || fail "cannot start $n"
+    done
+    cluster_create "${CLUSTER_NODES[@]}" || fail "the TLS cluster did not form"
+    K=$(cluster_key_on CT2) || fail "no key found on CT2"
+    rk=$(redis_key "$K")
+    # Through CT1, which does not serve the slot: the MOVED names CT2's TLS port.
+    run --separate-stderr bl -r "$CT1_URL" --tls-ca "$TLS_CA" "$K" sh -c \
+        'redis-cli --tls --cacert "$1" -p "$2" GET "$BUFFERLOCK_REDIS_KEY"; echo "$BUFFERLOCK_TOKEN"' \
+        sh "$TLS_CA" "$CT2_PORT"
+    assert_success
+    assert_stderr_empty
+    assert_equal "${#lines[@]}" 2
+    assert_regex "${lines[1]}" '^[0-9a-f]{32}$'
+    assert_equal "${lines[0]}" "${lines[1]}"
+    assert_equal "$(rcli_to CT2 EXISTS "$rk")" 0
+    # Held through CT3, busy through CT1; then a waiter through CT1 gets it
+    # when the holder ends (the wake list over TLS).
+    bl_bg -r "$CT3_URL" --tls-ca "$TLS_CA" "$K" sleep 0.5
+    wait_for_key_state CT2 "$rk" present
+    run --separate-stderr bl -r "$CT1_URL" --tls-ca "$TLS_CA" "$K" true
+    assert_failure 75
+    run --separate-stderr bl -r "$CT1_URL" --tls-ca "$TLS_CA" -w 10 "$K" echo got it
+    assert_success
+    assert_output "got it"
+    for n in "${CLUSTER_NODES[@]}"; do assert_no_key_without_ttl "$n"; done
 }
 
 # --- version ------------------------------------------------------------------------
