@@ -18,6 +18,7 @@ CC=${CC:-cc}
 tmp=
 redis_pid=
 tls_redis_pid=
+extra_pids=() # servers of start_servers and start_cluster
 errors=0
 OUT=
 
@@ -139,7 +140,8 @@ _start_server() {
     local dir=$3 tls=$4 try i portargs
     mkdir -p "$dir"
     for try in 1 2 3 4 5 6 7 8; do
-        _port=$((20000 + RANDOM % 40000))
+        # (PORT_MAX: a cluster node's bus port is its port + 10000)
+        _port=$((20000 + RANDOM % (${PORT_MAX:-60000} - 20000)))
         port_busy "$_port" && continue
         portargs=(--port "$_port")
         ((tls)) && portargs=(--port 0 --tls-port "$_port")
@@ -202,17 +204,59 @@ start_tls_redis() {
     local cli_args=(--tls --cacert "$d/ca.pem")
     _start_server tls_redis_pid TLS_PORT "$tmp/redis-tls" 1
 }
-# stop_redis: stop the servers start_redis and start_tls_redis started, by
-# their pids (if any)
+# start_servers NAME N: N more independent private servers (for a quorum),
+# in $tmp/NAME.I; appends their pids to extra_pids and sets the array
+# NAME_urls to their redis:// URLs.  Exits if one does not come up.
+start_servers() {
+    local -n _urls=${1}_urls
+    local srv_args=() cli_args=() i srv_pid srv_port
+    _urls=()
+    for ((i = 1; i <= $2; i++)); do
+        _start_server srv_pid srv_port "$tmp/$1.$i" 0 || {
+            echo "$NAME: could not start redis-server $1.$i; log:" >&2
+            tail -n 5 "$tmp/$1.$i/log" >&2 || true
+            exit 2
+        }
+        extra_pids+=("$srv_pid")
+        _urls+=("redis://127.0.0.1:$srv_port/0")
+    done
+}
+# start_cluster: a 3-master Redis Cluster of private servers (slots spread by
+# redis-cli --cluster create); appends their pids to extra_pids and sets the
+# array cluster_ports.  Returns 1 (no exit) if it did not form.
+start_cluster() {
+    local srv_args=(--cluster-enabled yes --cluster-config-file nodes.conf
+        --cluster-node-timeout 5000)
+    local cli_args=() PORT_MAX=50000 i srv_pid srv_port addrs=() ok
+    cluster_ports=()
+    for i in 1 2 3; do
+        _start_server srv_pid srv_port "$tmp/cluster.$i" 0 || return 1
+        extra_pids+=("$srv_pid")
+        cluster_ports+=("$srv_port")
+        addrs+=("127.0.0.1:$srv_port")
+    done
+    redis-cli --cluster create "${addrs[@]}" --cluster-yes >"$tmp/cluster.log" 2>&1 || return 1
+    for ((i = 0; i < 200; i++)); do
+        ok=0
+        for srv_port in "${cluster_ports[@]}"; do
+            redis-cli -p "$srv_port" CLUSTER INFO | tr -d '\r' | grep -qx 'cluster_state:ok' && ok=$((ok + 1))
+        done
+        ((ok == 3)) && return 0
+        sleep 0.05
+    done
+    return 1
+}
+# stop_redis: stop the servers start_redis, start_tls_redis, start_servers
+# and start_cluster started, by their pids (if any)
 stop_redis() {
     local p
-    for p in "$redis_pid" "$tls_redis_pid"; do
+    for p in "$redis_pid" "$tls_redis_pid" "${extra_pids[@]}"; do
         if [[ -n $p ]]; then
             kill "$p" 2>/dev/null || true
             wait "$p" 2>/dev/null || true
         fi
     done
-    redis_pid='' tls_redis_pid=''
+    redis_pid='' tls_redis_pid='' extra_pids=()
 }
 
 # ------------------------------------------------------------ numbers ------

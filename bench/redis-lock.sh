@@ -19,6 +19,13 @@
 # rounds; (b) is repeated over TLS.  If bufferlock rejects rediss:// as a
 # usage error (built without TLS), the TLS figures are skipped with a note.
 #
+# Topologies (SPEC 13): a 3-master Redis Cluster and 3 and 5 independent
+# servers.  (a) also times bufferlock on the cluster through a node that does
+# not serve the key's slot (cluster-moved: a MOVED is followed) and through
+# the one that does (cluster-owner), and on a quorum of 3 and of 5 (-r given
+# N times); (b) is repeated on the cluster (through the other node) and on a
+# quorum of 3.
+#
 # The script starts its own redis-servers (--save '' --appendonly no) on free
 # 127.0.0.1 ports and stops them by pid at exit.  Timing is done by
 # bench/spawn.c (posix_spawn + wait4), built here with cc -O2.
@@ -106,6 +113,34 @@ else
 fi
 rcli_tls() { redis-cli --tls --cacert "$TLS_CA" -p "$TLS_PORT" "$@"; }
 
+# Topologies: a cluster (key k's lock key lands on one node: CL_OWNER_URL;
+# CL_OTHER_URL is another node, which answers MOVED) and quorums of 3 and 5.
+start_servers quorum 5
+Q3=(-r "${quorum_urls[0]}" -r "${quorum_urls[1]}" -r "${quorum_urls[2]}")
+Q5=("${Q3[@]}" -r "${quorum_urls[3]}" -r "${quorum_urls[4]}")
+CLUSTER=0 cluster_note='' CL_OWNER_URL='' CL_OTHER_URL=''
+if ! start_cluster; then
+    cluster_note="the cluster did not form: $(tail -n 1 "$tmp/cluster.log")"
+else
+    # The owner of k's lock key: the node that answers EXISTS rather than MOVED.
+    rk=buffer:lock:$(printf %s k | md5sum | cut -c1-32)
+    for p in "${cluster_ports[@]}"; do
+        if [[ $(redis-cli -p "$p" EXISTS "$rk" 2>&1) =~ ^[0-9]+$ ]]; then
+            CL_OWNER_URL=redis://127.0.0.1:$p/0
+        else
+            CL_OTHER_URL=redis://127.0.0.1:$p/0
+        fi
+    done
+    if [[ -z $CL_OWNER_URL || -z $CL_OTHER_URL ]]; then
+        err "cluster: cannot tell which node serves the key's slot"
+    elif ! "$BL" -r "$CL_OTHER_URL" smoke -- "$TRUE"; then
+        err "cluster smoke run failed: $BL -r $CL_OTHER_URL smoke -- $TRUE"
+    else
+        CLUSTER=1
+    fi
+fi
+"$BL" "${Q5[@]}" smoke -- "$TRUE" || err "quorum smoke run failed: $BL ${Q5[*]} smoke -- $TRUE"
+
 bench_header redis-lock
 echo "  uptime: $(uptime)"
 echo "  bufferlock: $BL"
@@ -114,6 +149,12 @@ if ((TLS)); then
     echo "  TLS-only server: pid $tls_redis_pid on $TLS_URL ($(openssl version | cut -d' ' -f1-2))"
 else
     note "${tls_note:-TLS figures skipped}"
+fi
+echo "  quorum servers: pids ${extra_pids[*]:0:5} on ${quorum_urls[*]}"
+if ((CLUSTER)); then
+    echo "  cluster: pids ${extra_pids[*]:5:3}; k's slot on $CL_OWNER_URL, MOVED from $CL_OTHER_URL"
+else
+    note "cluster figures skipped: $cluster_note"
 fi
 echo "  driver RSS floor: $("$SPAWN" rss) KiB"
 
@@ -125,7 +166,8 @@ RECIPE='redis-cli -p "$1" SET k tok NX PX 60000 >/dev/null && /bin/true; redis-c
 # The same over TLS: every redis-cli gets --tls --cacert CA ($2).
 # shellcheck disable=SC2016
 RECIPE_TLS=${RECIPE//'redis-cli -p "$1"'/'redis-cli --tls --cacert "$2" -p "$1"'}
-tools_a=(true bufferlock redis-cli)
+tools_a=(true bufferlock redis-cli quorum3 quorum5)
+((CLUSTER)) && tools_a+=(cluster-moved cluster-owner)
 ((TLS)) && tools_a+=(bufferlock-tls redis-cli-tls)
 BASELINE=${BUFFERLOCK_BASELINE:-}
 [[ -n $BASELINE ]] && tools_a+=(baseline)
@@ -137,6 +179,10 @@ cmd_a() {
         redis-cli) CMD=(/bin/sh -c "$RECIPE" sh "$PORT") ;;
         bufferlock-tls) CMD=("$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" k -- "$TRUE") ;;
         redis-cli-tls) CMD=(/bin/sh -c "$RECIPE_TLS" sh "$TLS_PORT" "$TLS_CA") ;;
+        quorum3) CMD=("$BL" "${Q3[@]}" k -- "$TRUE") ;;
+        quorum5) CMD=("$BL" "${Q5[@]}" k -- "$TRUE") ;;
+        cluster-moved) CMD=("$BL" -r "$CL_OTHER_URL" k -- "$TRUE") ;;
+        cluster-owner) CMD=("$BL" -r "$CL_OWNER_URL" k -- "$TRUE") ;;
     esac
 }
 # recipe_of TOOL: the recipe TOOL's xrecipe ratio is taken against (the same transport)
@@ -161,6 +207,8 @@ done
 echo "  (ratios of medians; wall = posix_spawn .. wait4; redis-cli = sh -c 'redis-cli SET k tok"
 echo "   NX PX 60000 && /bin/true; redis-cli EVAL <compare-and-delete> 1 k tok'; maxrss from"
 echo "   wait4 includes the waited-for children and cannot go below the driver floor)"
+echo "  (quorumN: -r given N times, N independent servers; cluster-moved: -r a node that"
+echo "   does not serve k's slot, so every run follows a MOVED; cluster-owner: -r the node that does)"
 if ((TLS)); then
     echo "  (*-tls: the same over $TLS_URL; bufferlock-tls = bufferlock -r rediss://... --tls-ca CA,"
     echo "   redis-cli-tls = the recipe with redis-cli --tls --cacert CA; xrecipe against redis-cli-tls)"
@@ -247,7 +295,16 @@ echo "  latency = waiter's command's first CLOCK_MONOTONIC - the holder's comman
 echo "  reading (just before it exits).  It includes that command's exit, bufferlock's reap"
 echo "  of it, the release (compare-and-delete + wake push), the waiter's wake from BLPOP,"
 echo "  its SET NX, and its fork + exec of clocknow.  Nearest-rank percentiles."
+if ((CLUSTER)); then
+    handoff "$tmp/b-cluster.dat" -r "$CL_OTHER_URL"
+    handoff_report clustr
+    bc_n=$h_n bc_p50=$h_p50 bc_p90=$h_p90 bc_early=$h_early
+fi
+handoff "$tmp/b-q3.dat" "${Q3[@]}"
+handoff_report quor3
+bq_n=$h_n bq_p50=$h_p50 bq_p90=$h_p90 bq_early=$h_early
 ((TLS)) && echo "  (rediss: the same with -r $TLS_URL --tls-ca CA; both sides keep their TLS connections)"
+echo "  (clustr: -r a node that does not serve the key's slot; quor3: a quorum of 3 servers)"
 
 # ------------------------------------------------- (c) contended ------------
 
@@ -330,6 +387,27 @@ else
     target "(b) TLS hand-off p50, ms" - '<=' 3
     echo "      (TLS not measured: ${tls_note:-see above})"
 fi
+# topology_handoff LABEL EARLY P50: the p50 target of a topology's hand-off
+topology_handoff() {
+    if [[ -n $3 && $2 == 0 ]]; then
+        target "$1" "$(ms "$3")" '<=' 3
+    else
+        target "$1" - '<=' 3
+    fi
+}
+for t in cluster-moved cluster-owner; do
+    target "(a) $t/single bufferlock, median" \
+        "$( ((CLUSTER)) && ratio "${a_med[$t]}" "${a_med[bufferlock]}" || echo -)" '<=' 1.2
+done
+target "(a) quorum3/single bufferlock, median" "$(ratio "${a_med[quorum3]}" "${a_med[bufferlock]}")" '<=' 1.5
+target "(a) quorum5/single bufferlock, median" "$(ratio "${a_med[quorum5]}" "${a_med[bufferlock]}")" '<=' 1.8
+echo "      (single $(us "${a_med[bufferlock]}") us, cluster-moved $(us "${a_med[cluster-moved]:-}") us," \
+    "cluster-owner $(us "${a_med[cluster-owner]:-}") us, quorum3 $(us "${a_med[quorum3]}") us," \
+    "quorum5 $(us "${a_med[quorum5]}") us)"
+topology_handoff "(b) cluster hand-off p50, ms" "${bc_early:-0}" "${bc_p50:-}"
+topology_handoff "(b) quorum3 hand-off p50, ms" "$bq_early" "$bq_p50"
+echo "      (single p50 $(ms "$b_p50") ms; cluster p90 $(ms "${bc_p90:-}") ms over ${bc_n:-0}," \
+    "quorum3 p90 $(ms "$bq_p90") ms over $bq_n)"
 check "(c) counters end at $C_TOTAL" "$cs_verdict"
 c_ratio=-
 [[ ${cs_ok[redis]} == OK && ${cs_ok[file]} == OK ]] && c_ratio=$(ratio "${cs_rate[redis]}" "${cs_rate[file]}")
