@@ -184,7 +184,7 @@ constexpr std::array<OptionDecl, 43> option_table = {{
      "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
      Scope::cache},
     {Opt::store, "--store", "file|redis", g_cache,
-     "where entries live: the cache directory, or the --redis server", "file", "BUFFERLOCK_CACHE_STORE",
+     "where entries live: the cache directory, or the Redis server", "file", "BUFFERLOCK_CACHE_STORE",
      Scope::cache},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "redis store: a larger output is served but not stored (suffix K, M or G)", "64M", "", Scope::cache},
