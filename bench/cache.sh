@@ -11,6 +11,10 @@
 #     a hit of an entry with 3 --depends paths (one stat each) vs a plain hit
 # (b) 100 concurrent callers of a missing key whose build takes 1 s: wall time
 #     from the first start to the last exit, and the number of builds
+# (c) --store redis on a private loopback redis-server: a hit of 4 KiB vs
+#     `redis-cli --raw GET` of the same value and vs a file-store hit; a
+#     100 MiB hit vs `redis-cli --raw GET` (throughput); the builder's peak
+#     RSS while it streams 100 MiB into Redis
 #
 # Timing is done by bench/spawn.c (posix_spawn + wait4), built here with
 # cc -O2.  See bench/README.md.
@@ -46,11 +50,14 @@ CHECK_FMT='  %-44s %9s   target exact      %s\n'
 
 want "$CC" gcc libc6-dev
 want cmp diffutils
+want redis-server redis-server
+want redis-cli redis-tools
 install_missing tools
 
 require_cc
 require_bl
 CAT=$(command -v cat)
+RCLI=$(command -v redis-cli)
 
 make_tmp spawn
 
@@ -94,6 +101,8 @@ cmd_a() {
         cat) CMD=("$CAT" "$tmp/p.$size") ;;
         cache) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         deps) CMD=("$BL" cache --cache-dir "$D" "${DEPS[@]}" k.dep -- /bin/false) ;;
+        rhit) CMD=("$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$size" -- /bin/false) ;;
+        rget) CMD=("$RCLI" -p "$PORT" --raw GET "$(rkey "k.$size")") ;;
     esac
 }
 # run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
@@ -173,6 +182,37 @@ done
 echo "  wall = first caller spawned .. last caller reaped (callers spawned one after"
 echo "  another by the driver, each with its own output file)"
 
+# ------------------------------------------------- (c) --store redis --------
+
+start_redis
+URL=redis://127.0.0.1:$PORT/0
+# rkey KEY: the Redis key of KEY's entry (REDIS LAYOUT)
+rkey() { printf '{buffer:lock:%s}:entry' "$(printf %s "$1" | md5sum | cut -c1-32)"; }
+hr "(c) --store redis: the builder streaming 100 MiB into Redis"
+r_build=$("$SPAWN" run 1 null -- "$BL" cache --cache-dir "$D" --store redis -r "$URL" --max-entry 200M \
+    k.large -- "$CAT" "$tmp/p.large" || true)
+read -r r_build_ns r_build_rss r_build_status <<<"${r_build:-nan 0 1}"
+[[ ${r_build_status:-1} == 0 ]] || err "the 100 MiB --store redis build failed"
+printf '  build: wall %s ms, peak RSS %s KiB\n' "$(ms "$r_build_ns" 1)" "$r_build_rss"
+"$BL" cache --cache-dir "$D" --store redis -r "$URL" k.small -- "$CAT" "$tmp/p.small" >/dev/null ||
+    err "building the 4 KiB --store redis entry failed"
+for s in small large; do
+    if ! "$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$s" -- /bin/false | cmp -s - "$tmp/p.$s"; then
+        err "a --store redis hit on the $s entry did not print the payload"
+    fi
+done
+r_small=(rget.small.null rhit.small.null cache.small.null)
+r_large=(rget.large.null rhit.large.null)
+hr "(c) --store redis hits, 4 KiB: $S_ROUNDS interleaved rounds x $S_BATCH runs per tool"
+run_group "$S_ROUNDS" "$S_BATCH" "${r_small[@]}"
+print_group rget.small.null "${r_small[@]}"
+hr "(c) --store redis hits, 100 MiB: $L_ROUNDS interleaved rounds x $L_BATCH runs per tool"
+run_group "$L_ROUNDS" "$L_BATCH" "${r_large[@]}"
+print_group rget.large.null "${r_large[@]}"
+echo "  (xtrue here: vs redis-cli --raw GET of the same value; rget = redis-cli, rhit ="
+echo "   bufferlock cache --store redis hit, cache = file-store hit; all to /dev/null)"
+stop_redis
+
 # ------------------------------------------------- summary ------------------
 
 hr "summary (load $(loadavg))"
@@ -200,6 +240,15 @@ for t in cache.small.null cache.small.pipe cache.large.null cache.large.pipe; do
     target "(a) peak RSS KiB, $t" "$( ((a_fail[$t])) || echo "${a_rss[$t]}")" '<' "$RSS_LIMIT"
 done
 echo "      (max ru_maxrss; cat: 4 KiB ${a_rss[cat.small.null]} KiB, 100 MiB ${a_rss[cat.large.null]} KiB)"
+# r_ratio A B: A/B of medians, "-" if a run of either failed
+r_ratio() { if ((a_fail[$1] || a_fail[$2])); then echo -; else ratio "${a_med[$1]}" "${a_med[$2]}"; fi; }
+target "(c) redis hit / redis-cli GET, 4 KiB" "$(r_ratio rhit.small.null rget.small.null)" '<=' 0.5
+echo "      (redis hit / file hit, 4 KiB: $(r_ratio rhit.small.null cache.small.null)x;" \
+    "medians $(us "${a_med[rhit.small.null]}") / $(us "${a_med[cache.small.null]}") us)"
+target "(c) redis-cli GET / redis hit time, 100 MiB" "$(r_ratio rget.large.null rhit.large.null)" '>=' 0.5
+echo "      (= hit throughput as a share of redis-cli's; medians $(ms "${a_med[rhit.large.null]}" 1) /" \
+    "$(ms "${a_med[rget.large.null]}" 1) ms)"
+target "(c) builder peak RSS KiB, 100 MiB" "$([[ ${r_build_status:-1} == 0 ]] && echo "$r_build_rss")" '<' 16384
 check "(b) exactly one build, every caller 'built'" "$h_verdict"
 target "(b) stampede wall, worst of $H_REPS, s" \
     "$([[ -n $h_worst ]] && awk -v x="$h_worst" 'BEGIN { printf "%.3f", x / 1e9 }')" '<=' 1.5

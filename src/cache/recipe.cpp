@@ -1,6 +1,7 @@
 #include "cache/recipe.hpp"
 
 #include "cache/depends.hpp"
+#include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
@@ -40,52 +41,61 @@ bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale,
   return f == Freshness::fresh;
 }
 
-int serve(const Options& o, const CacheStore& store, const CachedEntry& e, bool with_stderr = true) {
+int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool with_stderr = true) {
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   diag::debug_lazy([&] {
-    return message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.entry_path(o.key)}});
+    return message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.where(o.key)}});
   });
   return exit_code::ok;
+}
+
+// The one warning of an output that was not stored.
+void warn_not_stored(const EntryStore& store, const std::string& key, const SysError& e) {
+  if (store.remote())
+    diag::warn(
+        message(Msg::cache_redis_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
+  else
+    diag::warn(message(Msg::cache_store_failed, {{"key", key}, {"path", e.path}, {"error", e.reason}}));
 }
 
 // Runs the command, copying its stdout as it comes to our stdout and to a new
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const CacheStore& store, Lock* lock, const std::optional<SysError>& unusable,
+int build(const Options& o, const EntryStore& store, Lock* lock, const std::optional<SysError>& unusable,
           const CachedEntry* fallback) {
-  std::optional<EntryWriter> writer;
+  std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
+  bool too_large = false; // --max-entry: not stored, one warning of its own
   if (!unusable) {
     const KeepStderr keep = o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no;
     // Stamped before the build: a dependency changed while it runs makes the
     // entry out of date at once.
-    auto created = EntryWriter::create(store, o.key, realtime_ns(), stamp_paths(o.cache.depends), keep);
+    auto created = store.begin_build(o.key, realtime_ns(), stamp_paths(o.cache.depends), keep);
     if (auto* e = std::get_if<SysError>(&created))
       store_error = *e;
     else
-      writer.emplace(std::move(std::get<EntryWriter>(created)));
+      writer = std::move(std::get<std::unique_ptr<EntryBuild>>(created));
   }
+  const auto stop_storing = [&] {
+    too_large = writer->too_large();
+    if (!too_large) store_error = writer->error();
+    writer.reset();
+  };
 
   bool stdout_open = fallback == nullptr;
   const OutputSink sink = [&](const char* data, std::size_t len) {
     // A reader that stops reading (| head -1) must neither stop the build
     // nor cut the entry: keep draining into the file.
     if (stdout_open && !write_all(STDOUT_FILENO, data, len)) stdout_open = false;
-    if (writer && !writer->append(data, len)) {
-      store_error = writer->error();
-      writer.reset();
-    }
+    if (writer && !writer->append(data, len)) stop_storing();
   };
   // --keep-stderr: stderr still passes through as it comes, and is stored.
   bool stderr_open = true;
   const OutputSink err_sink = [&](const char* data, std::size_t len) {
     if (stderr_open && !write_all(STDERR_FILENO, data, len)) stderr_open = false;
-    if (writer && !writer->append_stderr(data, len)) {
-      store_error = writer->error();
-      writer.reset();
-    }
+    if (writer && !writer->append_stderr(data, len)) stop_storing();
   };
   const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
   int status =
@@ -99,13 +109,16 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
         writer.reset();
       }
     }
-    if (store_error)
-      diag::warn(message(Msg::cache_store_failed,
-                         {{"key", key}, {"path", store_error->path}, {"error", store_error->reason}}));
+    if (too_large)
+      diag::warn(
+          message(Msg::cache_entry_too_large, {{"key", key}, {"size", std::to_string(o.cache.max_entry)}}));
+    else if (store_error)
+      warn_not_stored(store, key, *store_error);
     if (fallback) {
       // The build's stderr went through live: only stdout is served here.
-      if (writer) {
-        serve(o, store, writer->entry(), false);
+      std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
+      if (built) {
+        serve(o, store, *built, false);
       } else {
         diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
         serve(o, store, *fallback, false);
@@ -127,10 +140,11 @@ int build(const Options& o, const CacheStore& store, Lock* lock, const std::opti
 // rebuilds while the caller serves the stale entry at once. The child keeps
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
-void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock,
+void rebuild_in_background(const Options& o, const EntryStore& store, Lock& lock,
                            const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
+  store.after_fork();
   ::setsid();
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
@@ -139,6 +153,18 @@ void rebuild_in_background(const Options& o, const CacheStore& store, Lock& lock
     ::dup2(null, STDERR_FILENO);
   }
   ::_exit(build(o, store, &lock, unusable, nullptr));
+}
+
+// A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
+void warn_lookup(const Options& o, const EntryStore& store, const Lookup& l) {
+  if (l.state == LookupState::corrupt && !store.remote())
+    diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.where(o.key)}, {"error", l.why}}));
+  else if (l.state == LookupState::corrupt)
+    diag::warn(message(Msg::cache_redis_entry_corrupt,
+                       {{"key", display_key(o.key)}, {"server", store.where(o.key)}, {"error", l.why}}));
+  else if (l.state == LookupState::unreadable)
+    diag::warn(message(Msg::cache_redis_read_failed,
+                       {{"key", display_key(o.key)}, {"server", store.where(o.key)}, {"error", l.why}}));
 }
 
 int gc(const Options& o, const CacheStore& store) {
@@ -211,26 +237,37 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  // Parsed and checked (SPEC §10), but entries on Redis are not there yet:
-  // refuse rather than silently keep them in files no other machine sees.
+  const CacheStore files(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
+  std::optional<RedisStore> redis;
   if (o.cache.store == CacheStoreKind::redis) {
-    diag::error(message(Msg::cache_store_unavailable));
-    return o.error_exit;
+    std::optional<Nanos> expire_after = o.cache.max_age;
+    if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
+    redis.emplace(o.redis, o.cache.max_entry, expire_after);
   }
-  const CacheStore store(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
-  if (o.cache.gc) return gc(o, store);
-  if (o.cache.list) return list(store.list());
+  const EntryStore& store = redis ? static_cast<const EntryStore&>(*redis) : files;
+  if (o.cache.gc) return redis ? exit_code::ok : gc(o, files); // Redis expires entries by itself
+  if (o.cache.list) {
+    auto entries = store.list_entries();
+    if (auto* e = std::get_if<SysError>(&entries)) {
+      diag::error(message(Msg::cache_redis_list_failed, {{"server", e->path}, {"error", e->reason}}));
+      return o.error_exit;
+    }
+    return list(std::move(std::get<std::vector<ListedEntry>>(entries)));
+  }
   if (o.cache.drop) {
     if (auto e = store.drop(o.key)) {
-      diag::error(message(Msg::cache_drop_failed, {{"path", e->path}, {"error", e->reason}}));
+      if (redis)
+        diag::error(message(Msg::cache_redis_drop_failed,
+                            {{"key", display_key(o.key)}, {"server", e->path}, {"error", e->reason}}));
+      else
+        diag::error(message(Msg::cache_drop_failed, {{"path", e->path}, {"error", e->reason}}));
       return o.error_exit;
     }
     return exit_code::ok;
   }
 
   Lookup found = store.lookup(o.key);
-  if (found.state == LookupState::corrupt)
-    diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.entry_path(o.key)}, {"error", found.why}}));
+  warn_lookup(o, store, found);
   const bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
@@ -243,7 +280,7 @@ int cache_main(const Options& o) {
   // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
-  const std::unique_ptr<Lock> lock = make_lock(o, store.dir() + "/locks");
+  const std::unique_ptr<Lock> lock = make_lock(o, files.dir() + "/locks");
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);

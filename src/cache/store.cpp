@@ -382,3 +382,34 @@ std::optional<SysError> EntryWriter::publish() {
 CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_, {}}; }
 
 } // namespace bufferlock
+
+namespace bufferlock {
+
+namespace {
+
+// The file store's build: an EntryWriter behind the EntryBuild interface.
+class FileBuild final : public EntryBuild {
+public:
+  explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
+  bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
+  bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
+  std::optional<SysError> publish() override { return w_.publish(); }
+  const std::optional<SysError>& error() const override { return w_.error(); }
+  std::optional<CachedEntry> entry() override { return w_.entry(); }
+
+private:
+  EntryWriter w_;
+};
+
+} // namespace
+
+std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
+                                                                            std::int64_t created_ns,
+                                                                            std::vector<DepStamp> deps,
+                                                                            KeepStderr keep_stderr) const {
+  auto created = EntryWriter::create(*this, key, created_ns, std::move(deps), keep_stderr);
+  if (auto* e = std::get_if<SysError>(&created)) return *e;
+  return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
+}
+
+} // namespace bufferlock

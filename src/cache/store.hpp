@@ -1,5 +1,6 @@
-// One cache directory: look entries up, serve them, build and publish them
-// atomically, drop them, and collect garbage.
+// Where entries live (EntryStore, EntryBuild: one interface for the recipe),
+// and the file store: one cache directory where entries are looked up,
+// served, built and published atomically, dropped, and garbage-collected.
 #pragma once
 
 #include "cache/entry.hpp"
@@ -7,6 +8,7 @@
 #include "util/fd.hpp"
 #include "util/files.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,12 +24,13 @@ struct CachedEntry {
   std::string bytes; // the whole file, when verifying it took one read; else empty
 };
 
-enum class LookupState { missing, found, corrupt };
+// unreadable: the store could not be asked (a Redis error); a miss, with a warning.
+enum class LookupState { missing, found, corrupt, unreadable };
 
 struct Lookup {
   LookupState state;
   CachedEntry entry; // with found
-  std::string why;   // with corrupt: what is wrong
+  std::string why;   // with corrupt or unreadable: what is wrong
 };
 
 // What `cache --list` shows of an entry.
@@ -45,27 +48,82 @@ struct GcCounts {
   int temps_removed = 0;
 };
 
-class CacheStore {
+// One build's entry on its way into a store. Whatever is not published when
+// it is destroyed is never servable.
+class EntryBuild {
+public:
+  virtual ~EntryBuild() = default;
+  // Appends stdout / stderr bytes; false after the first failure (then
+  // error() says why, and nothing more is written).
+  virtual bool append(const char* data, std::size_t len) = 0;
+  virtual bool append_stderr(const char* data, std::size_t len) = 0;
+  // Makes the entry visible at once and whole.
+  virtual std::optional<SysError> publish() = 0;
+  virtual const std::optional<SysError>& error() const = 0;
+  // The published entry, ready to be served; nullopt (with error()) when it
+  // cannot be read back.
+  virtual std::optional<CachedEntry> entry() = 0;
+  // The output outgrew --max-entry: not stored, and no error either.
+  virtual bool too_large() const { return false; }
+};
+
+// A store of entries: the cache directory, or a Redis server. Its errors are
+// SysErrors whose `path` is the entry's path, or the Redis server's address
+// when remote().
+class EntryStore {
+public:
+  virtual ~EntryStore() = default;
+  virtual bool remote() const = 0;
+  // Where the entry of `key` lives, for messages.
+  virtual std::string where(std::string_view key) const = 0;
+  // Makes the store ready for builds (creates the cache directory).
+  virtual std::optional<SysError> prepare() const = 0;
+  // Finds and fully verifies the entry of `key`.
+  virtual Lookup lookup(std::string_view key) const = 0;
+  // Removes the entry of `key`; absent is fine.
+  virtual std::optional<SysError> drop(std::string_view key) const = 0;
+  // Every entry whose header and size are sound, in no particular order
+  // (payloads are not read, so not verified).
+  virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
+  // `deps`: the dependencies as they are now (before the build).
+  virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                          std::int64_t created_ns,
+                                                                          std::vector<DepStamp> deps,
+                                                                          KeepStderr keep_stderr) const = 0;
+  // In a forked child: connections are not shared with the parent.
+  virtual void after_fork() const {}
+};
+
+class CacheStore final : public EntryStore {
 public:
   explicit CacheStore(std::string dir) : dir_(std::move(dir)) {}
 
   const std::string& dir() const { return dir_; }
 
+  bool remote() const override { return false; }
+  std::string where(std::string_view key) const override { return entry_path(key); }
+
   // Creates the directory with its parents, the last component 0700.
-  std::optional<SysError> prepare() const;
+  std::optional<SysError> prepare() const override;
 
   // DIR/<md5 of key>.entry
   std::string entry_path(std::string_view key) const;
 
   // Opens and fully verifies the entry of `key`.
-  Lookup lookup(std::string_view key) const;
+  Lookup lookup(std::string_view key) const override;
 
   // Removes the entry of `key`; absent is fine.
-  std::optional<SysError> drop(std::string_view key) const;
+  std::optional<SysError> drop(std::string_view key) const override;
 
   // Every entry whose header and size are sound, in no particular order
   // (payloads are not read, so not verified).
   std::vector<ListedEntry> list() const;
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override { return list(); }
+
+  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                  std::int64_t created_ns,
+                                                                  std::vector<DepStamp> deps,
+                                                                  KeepStderr keep_stderr) const override;
 
   // Removes corrupt entries, entries older than max_age (when given), and
   // temporary files whose builder is gone (a builder holds a lock on its

@@ -1,7 +1,6 @@
 #!/usr/bin/env bats
 # bufferlock cache --store and --max-entry: bad inputs (SPEC §10, §15). The
-# redis store itself is not implemented yet: it is refused with one error,
-# never silently replaced by files that other machines cannot see.
+# redis store itself: cache_redis.bats.
 
 load helpers
 load cache_helpers
@@ -38,13 +37,4 @@ teardown() { cache_teardown; }
     BUFFERLOCK_REDIS='redis://127.0.0.1:1 redis://127.0.0.1:2' BUFFERLOCK_CACHE_STORE=redis \
         run --separate-stderr blc "$K" true
     assert_usage_error "exactly one Redis server"
-}
-
-@test "--store redis (not implemented yet) is refused with one error, and nothing runs or is stored" {
-    run --separate-stderr blc --store redis -r redis://127.0.0.1:1 "$K" "$COUNTED"
-    assert_failure 69
-    assert_output ""
-    assert_one_bufferlock_line "--store redis" "not implemented"
-    assert_runs 0
-    assert_file_not_exists "$C"
 }

@@ -79,6 +79,25 @@ url_of() {
     assert_output free
 }
 
+@test "cluster: cache --store redis through a node that does not serve the entry's slot" {
+    local k n
+    k=$(cluster_key_on C2)
+    n=$(other_node C2)
+    run --separate-stderr bl cache --cache-dir "$T/c1" --store redis -r "$(url_of "$n")" "$k" \
+        sh -c 'echo built >>"$0"; echo payload' "$T/builds"
+    assert_success
+    assert_output payload
+    assert_stderr_empty
+    # a second "machine" is served the entry from the cluster, without a build
+    run --separate-stderr bl cache --cache-dir "$T/c2" --store redis -r "$C3_URL" "$k" \
+        sh -c 'echo built >>"$0"; echo other' "$T/builds"
+    assert_success
+    assert_output payload
+    assert_equal "$(wc -l <"$T/builds")" 1
+    run --separate-stderr bl cache --store redis -r "$C1_URL" --drop "$k"
+    assert_success
+}
+
 @test "cluster: a release on one node wakes a waiter at once (--step 3)" {
     local k
     k=$(cluster_key_on C2)

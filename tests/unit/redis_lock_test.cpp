@@ -1,3 +1,4 @@
+#include "cache/redis_scripts.hpp"
 #include "lock/backoff.hpp"
 #include "lock/redis_lock.hpp"
 #include "redis/scripts.hpp"
@@ -27,7 +28,8 @@ std::string sha1_hex(std::string_view text) {
 } // namespace
 
 TEST(RedisScripts, PinnedDigestsMatchTheSources) {
-  for (const RedisScript* s : {&acquire_script, &release_script, &renew_script})
+  for (const RedisScript* s :
+       {&acquire_script, &release_script, &renew_script, &cache_append_script, &cache_publish_script})
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << s->source;
 }
 

@@ -1,0 +1,428 @@
+#include "cache/redis_store.hpp"
+
+#include "cache/redis_scripts.hpp"
+#include "util/clock.hpp"
+#include "util/io.hpp"
+#include "util/md5.hpp"
+#include "util/random.hpp"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace bufferlock {
+
+namespace {
+
+constexpr std::size_t first_read = 64 * 1024; // one GETRANGE holds most entries whole
+constexpr std::size_t chunk = 1024 * 1024;    // bytes per GETRANGE / APPEND: bounds memory
+// A build's temporary key lives this long after its last chunk: a builder
+// that dies leaves it behind for no longer (it is never renamed, so never served).
+constexpr std::string_view temp_ttl_ms = "600000";
+constexpr int read_attempts = 3; // an entry replaced while it is read is read again
+
+std::string_view reply_string(const redisReply* r) {
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) return {};
+  return {r->str, r->len};
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+// An unnamed file for an entry read from Redis: in memory (memfd) when small,
+// else in $TMPDIR (O_TMPFILE; a named file unlinked at once where the file
+// system cannot), so that a large entry takes no memory.
+UniqueFd anonymous_file(std::uint64_t size) {
+  if (size <= chunk) {
+    UniqueFd fd(::memfd_create("bufferlock-entry", MFD_CLOEXEC));
+    if (fd) return fd;
+  }
+  const char* env = ::getenv("TMPDIR");
+  const std::string dir = env && *env == '/' ? env : "/tmp";
+  UniqueFd fd(::open(dir.c_str(), O_RDWR | O_TMPFILE | O_EXCL | O_CLOEXEC, 0600));
+  if (fd) return fd;
+  std::string name = dir + "/.bufferlock-XXXXXX";
+  fd.reset(::mkostemp(name.data(), O_CLOEXEC));
+  if (fd) ::unlink(name.c_str());
+  return fd;
+}
+
+std::string glob_escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+RedisStore::RedisStore(const RedisSettings& settings, std::uint64_t max_entry,
+                       std::optional<Nanos> expire_after)
+    : settings_(settings), max_entry_(max_entry), expire_after_(expire_after) {}
+
+std::string RedisStore::entry_key(std::string_view key) const {
+  std::string k = "{";
+  k += settings_.key_prefix;
+  k += md5_hex(key);
+  k += "}:entry";
+  return k;
+}
+
+std::string RedisStore::entry_pattern() const {
+  std::string p = "{";
+  p += glob_escape(settings_.key_prefix);
+  p += "*}:entry";
+  return p;
+}
+
+std::string RedisStore::where(std::string_view key) const {
+  return "Redis at " + server() + ", key " + entry_key(key);
+}
+
+RedisResult<RedisReply> RedisStore::call(std::initializer_list<std::string_view> args) const {
+  const std::vector<std::string_view> argv(args);
+  const std::string_view verb = argv.front();
+  const std::string_view key = verb == "SCAN"                        ? std::string_view()
+                               : verb == "EVALSHA" || verb == "EVAL" ? argv.at(3)
+                                                                     : argv.at(1);
+  if (!client_)
+    client_.emplace(settings_.url, settings_.password,
+                    RedisTimeouts{settings_.connect_timeout, settings_.io_timeout});
+  const bool reused = client_->connected();
+  for (int attempt = 0;; ++attempt) {
+    auto reply = client_->command(key, argv);
+    const auto* e = std::get_if<RedisError>(&reply);
+    if (e && e->kind == RedisError::Kind::dropped && reused && attempt == 0) continue;
+    return reply;
+  }
+}
+
+void RedisStore::after_fork() const {
+  // The parent keeps the socket; the child talks on its own.
+  client_.reset();
+}
+
+namespace {
+
+// EVALSHA, then EVAL when the server does not know the script yet.
+template <class... Args>
+RedisResult<RedisReply> run_cache_script(const RedisStore& store, const RedisScript& s,
+                                         std::string_view nkeys, Args... args) {
+  auto r = store.call({"EVALSHA", s.sha1, nkeys, args...});
+  if (const auto* e = std::get_if<RedisError>(&r);
+      e && e->kind == RedisError::Kind::server && e->text.starts_with("NOSCRIPT"))
+    r = store.call({"EVAL", s.source, nkeys, args...});
+  return r;
+}
+
+Lookup unreadable(const RedisError& e) { return {LookupState::unreadable, {}, e.text}; }
+
+// GETRANGE key [from, from+len): the bytes, or the error.
+RedisResult<std::string> get_range(const RedisStore& store, const std::string& ekey, std::uint64_t from,
+                                   std::uint64_t len) {
+  const std::string a = std::to_string(from), b = std::to_string(from + len - 1);
+  auto r = store.call({"GETRANGE", ekey, a, b});
+  if (auto* e = std::get_if<RedisError>(&r)) return *e;
+  const redisReply* rep = std::get<RedisReply>(r).get();
+  if (rep->type != REDIS_REPLY_STRING)
+    return redis_error(RedisError::Kind::protocol, "unexpected reply to GETRANGE");
+  return std::string(rep->str, rep->len);
+}
+
+} // namespace
+
+Lookup RedisStore::lookup(std::string_view key) const {
+  const std::string ekey = entry_key(key);
+  Lookup last{LookupState::missing, {}, {}};
+  for (int attempt = 0; attempt < read_attempts; ++attempt) {
+    last = read_entry(key, ekey);
+    if (last.state != LookupState::corrupt || last.why != "replaced while it was read") return last;
+  }
+  return last;
+}
+
+// Reads the entry in chunks into an unnamed file and verifies it there. A
+// value renamed over it between two chunks is detected by reading its header
+// again when the checksums do not match: another header (another build's
+// creation time) is a replacement, read again from the start; the same
+// header is a corrupt entry.
+Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) const {
+  auto first = get_range(*this, ekey, 0, first_read);
+  if (auto* e = std::get_if<RedisError>(&first)) {
+    if (e->kind == RedisError::Kind::server && e->text.starts_with("WRONGTYPE"))
+      return {LookupState::corrupt, {}, "not a string value"};
+    return unreadable(*e);
+  }
+  std::string head = std::move(std::get<std::string>(first));
+  if (head.empty()) return {LookupState::missing, {}, {}}; // absent (or empty: then rebuilt over)
+  std::string why;
+  const auto header_size = encoded_header_size(head);
+  if (header_size && *header_size > head.size() && head.size() == first_read) {
+    auto more = get_range(*this, ekey, 0, *header_size);
+    if (auto* e = std::get_if<RedisError>(&more)) return unreadable(*e);
+    head = std::move(std::get<std::string>(more));
+  }
+  const auto h = decode_header(head, why);
+  if (!h) return {LookupState::corrupt, {}, why};
+  // Another key whose MD5 collides is simply not ours: a miss, no warning.
+  if (h->key != key) return {LookupState::missing, {}, {}};
+
+  // One byte past the size the header gives tells a longer value apart.
+  const std::uint64_t want = h->file_size() + 1;
+  UniqueFd fd = anonymous_file(want);
+  if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
+  std::uint64_t have = head.size();
+  bool short_read = head.size() < first_read;
+  if (!write_all(fd.get(), head.data(), std::min<std::uint64_t>(head.size(), want))) {
+    return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)};
+  }
+  const std::string header_bytes = head.substr(0, h->header_size());
+  head = std::string(); // keeps only one chunk in memory at a time
+  while (!short_read && have < want) {
+    const std::uint64_t len = std::min<std::uint64_t>(chunk, want - have);
+    auto part = get_range(*this, ekey, have, len);
+    if (auto* e = std::get_if<RedisError>(&part)) return unreadable(*e);
+    const std::string& bytes = std::get<std::string>(part);
+    if (!write_all(fd.get(), bytes.data(), bytes.size()))
+      return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)};
+    have += bytes.size();
+    short_read = bytes.size() < len;
+  }
+  std::string bytes;
+  const std::string wanted(key);
+  auto verified = verify_entry(fd.get(), &wanted, why, &bytes);
+  if (!verified) {
+    auto again = get_range(*this, ekey, 0, header_bytes.size());
+    if (auto* e = std::get_if<RedisError>(&again)) return unreadable(*e);
+    const std::string& now = std::get<std::string>(again);
+    if (now.empty()) return {LookupState::missing, {}, {}}; // dropped or expired meanwhile
+    if (now != header_bytes) return {LookupState::corrupt, {}, "replaced while it was read"};
+    if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, why};
+  }
+  return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
+}
+
+std::optional<SysError> RedisStore::drop(std::string_view key) const {
+  auto r = call({"DEL", entry_key(key)});
+  if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+  return std::nullopt;
+}
+
+std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() const {
+  std::vector<ListedEntry> out;
+  const std::string pattern = entry_pattern();
+  std::string cursor = "0";
+  do {
+    auto r = call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+    const redisReply* rep = std::get<RedisReply>(r).get();
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || rep->element[1]->type != REDIS_REPLY_ARRAY)
+      return SysError{server(), "unexpected reply to SCAN"};
+    cursor = std::string(reply_string(rep->element[0]));
+    const redisReply* keys = rep->element[1];
+    for (std::size_t i = 0; i < keys->elements; ++i) {
+      const std::string ekey(reply_string(keys->element[i]));
+      // The header and the length only: listing must not read every payload.
+      auto len = call({"STRLEN", ekey});
+      if (auto* e = std::get_if<RedisError>(&len)) {
+        if (e->kind == RedisError::Kind::server) continue; // not a string: not an entry
+        return SysError{server(), e->text};
+      }
+      const redisReply* n = std::get<RedisReply>(len).get();
+      if (n->type != REDIS_REPLY_INTEGER || n->integer <= 0) continue; // gone meanwhile
+      auto head = get_range(*this, ekey, 0, 4096);
+      if (auto* e = std::get_if<RedisError>(&head)) return SysError{server(), e->text};
+      std::string bytes = std::move(std::get<std::string>(head));
+      if (const auto hs = encoded_header_size(bytes); hs && *hs > bytes.size() && bytes.size() == 4096) {
+        auto more = get_range(*this, ekey, 0, *hs);
+        if (auto* e = std::get_if<RedisError>(&more)) return SysError{server(), e->text};
+        bytes = std::move(std::get<std::string>(more));
+      }
+      std::string why;
+      const auto h = decode_header(bytes, why);
+      if (!h || h->file_size() != static_cast<std::uint64_t>(n->integer) || entry_key(h->key) != ekey)
+        continue;
+      out.push_back({h->created_ns, h->payload_len, h->key});
+    }
+  } while (cursor != "0");
+  return out;
+}
+
+namespace {
+
+// A build streamed into a temporary key (see redis_store.hpp).
+class RedisBuild final : public EntryBuild {
+public:
+  RedisBuild(const RedisStore& store, std::string_view key, std::int64_t created_ns,
+             std::vector<DepStamp> deps, KeepStderr keep)
+      : store_(store), entry_key_(store.entry_key(key)) {
+    temp_key_ = entry_key_.substr(0, entry_key_.size() - 6) + ":tmp:" + random_token();
+    header_.created_ns = created_ns;
+    header_.key = std::string(key);
+    header_.deps = std::move(deps);
+    if (keep == KeepStderr::yes || !header_.deps.empty()) header_.version = entry_format_version_2;
+    keep_stderr_ = keep == KeepStderr::yes;
+    // The header's size is fixed by the key and the dependencies: the real
+    // one (with the lengths) is written over this one at publication.
+    pending_ = encode_header(header_);
+  }
+
+  ~RedisBuild() override {
+    // Best effort: the time to live removes it anyway.
+    if (sent_ > 0 && !published_ && !error_) store_.call({"DEL", temp_key_});
+  }
+
+  // Prepares the stderr file; an error when it cannot be made.
+  std::optional<SysError> start() {
+    if (!keep_stderr_) return std::nullopt;
+    stderr_fd_ = anonymous_file(chunk + 1);
+    if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
+    return std::nullopt;
+  }
+
+  bool append(const char* data, std::size_t len) override {
+    if (!usable() || !count(len)) return false;
+    hash_.update(data, len);
+    header_.payload_len += len;
+    pending_.append(data, len);
+    return pending_.size() < chunk || flush();
+  }
+
+  bool append_stderr(const char* data, std::size_t len) override {
+    if (!keep_stderr_) return true;
+    if (!usable() || !count(len)) return false;
+    if (!write_all(stderr_fd_.get(), data, len)) {
+      error_ = SysError{"a temporary file", errno_text(errno)};
+      return false;
+    }
+    header_.stderr_len += len;
+    return true;
+  }
+
+  std::optional<SysError> publish() override {
+    if (too_large_) return std::nullopt;
+    if (error_) return error_;
+    // The held stderr goes behind stdout, in chunks like stdout.
+    for (std::uint64_t at = 0; at < header_.stderr_len;) {
+      const std::size_t take = std::min<std::uint64_t>(header_.stderr_len - at, chunk);
+      const std::size_t old = pending_.size();
+      pending_.resize(old + take);
+      if (!pread_all(stderr_fd_.get(), pending_.data() + old, take, static_cast<off_t>(at))) {
+        error_ = SysError{"a temporary file", errno_text(errno)};
+        return error_;
+      }
+      hash_.update(pending_.data() + old, take);
+      at += take;
+      if (pending_.size() >= chunk && !flush()) return error_;
+    }
+    stderr_fd_.reset();
+    const std::string head = encode_header(header_);
+    const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
+    std::string expire = "0";
+    if (const auto after = store_.expire_after()) {
+      // The entry's age counts from the start of the build.
+      const std::int64_t left = after->count() - (realtime_ns() - header_.created_ns);
+      expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
+    }
+    const std::string sent = std::to_string(sent_);
+    auto r =
+        run_cache_script(store_, cache_publish_script, "2", std::string_view(temp_key_),
+                         std::string_view(entry_key_), std::string_view(pending_), std::string_view(head),
+                         std::string_view(trailer), std::string_view(sent), std::string_view(expire));
+    pending_ = std::string();
+    if (auto* e = std::get_if<RedisError>(&r)) {
+      error_ = SysError{store_.server(), e->text};
+      return error_;
+    }
+    const redisReply* rep = std::get<RedisReply>(r).get();
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer != 1) {
+      error_ = SysError{store_.server(), "the build's temporary key expired before it was complete"};
+      return error_;
+    }
+    published_ = true;
+    return std::nullopt;
+  }
+
+  const std::optional<SysError>& error() const override { return error_; }
+  bool too_large() const override { return too_large_; }
+
+  std::optional<CachedEntry> entry() override {
+    Lookup l = store_.lookup(header_.key);
+    if (l.state == LookupState::found) return std::move(l.entry);
+    error_ = SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why};
+    return std::nullopt;
+  }
+
+private:
+  bool usable() const { return !error_ && !too_large_; }
+
+  // Counts bytes against --max-entry; past it, the partial key goes.
+  bool count(std::size_t len) {
+    body_ += len;
+    if (body_ <= store_.max_entry()) return true;
+    too_large_ = true;
+    pending_ = std::string();
+    stderr_fd_.reset();
+    if (sent_ > 0) store_.call({"DEL", temp_key_});
+    sent_ = 0;
+    return false;
+  }
+
+  bool flush() {
+    const std::string sent = std::to_string(sent_);
+    auto r = run_cache_script(store_, cache_append_script, "1", std::string_view(temp_key_),
+                              std::string_view(pending_), temp_ttl_ms, std::string_view(sent));
+    if (auto* e = std::get_if<RedisError>(&r)) {
+      error_ = SysError{store_.server(), e->text};
+      pending_ = std::string();
+      return false;
+    }
+    const redisReply* rep = std::get<RedisReply>(r).get();
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0) {
+      error_ = SysError{store_.server(), "the build's temporary key expired before it was complete"};
+      pending_ = std::string();
+      return false;
+    }
+    sent_ += pending_.size();
+    pending_.clear();
+    return true;
+  }
+
+  const RedisStore& store_;
+  std::string entry_key_;
+  std::string temp_key_;
+  EntryHeader header_;
+  Checksum hash_;
+  std::string pending_; // bytes not sent yet (at most about one chunk)
+  std::uint64_t sent_ = 0;
+  std::uint64_t body_ = 0;
+  bool keep_stderr_ = false;
+  UniqueFd stderr_fd_; // --keep-stderr: held until stdout is complete
+  std::optional<SysError> error_;
+  bool too_large_ = false;
+  bool published_ = false;
+};
+
+} // namespace
+
+std::variant<std::unique_ptr<EntryBuild>, SysError> RedisStore::begin_build(std::string_view key,
+                                                                            std::int64_t created_ns,
+                                                                            std::vector<DepStamp> deps,
+                                                                            KeepStderr keep_stderr) const {
+  auto b = std::make_unique<RedisBuild>(*this, key, created_ns, std::move(deps), keep_stderr);
+  if (auto e = b->start()) return *e;
+  return std::unique_ptr<EntryBuild>(std::move(b));
+}
+
+} // namespace bufferlock

@@ -1,0 +1,65 @@
+// Entries on a Redis server (--store redis, SPEC §15), in the same bytes as
+// an entry file (cache/entry.hpp), so that both stores share verification.
+//
+// Keys, all of one entry in one hash slot ({...} is a hash tag):
+//   {PREFIX<md5>}:entry        the entry (PREFIX: --namespace, md5 of KEY)
+//   {PREFIX<md5>}:tmp:<token>  a build on its way, with a time to live
+// A build streams its output into its temporary key in chunks, then a script
+// completes it and renames it into place (atomic publication). A hit reads the
+// entry in chunks (GETRANGE) into an unnamed local file and verifies it there
+// before serving its first byte: neither side holds an entry in memory.
+#pragma once
+
+#include "cache/store.hpp"
+#include "cli.hpp"
+#include "redis/client.hpp"
+#include "redis/connection.hpp"
+
+#include <optional>
+
+namespace bufferlock {
+
+class RedisStore final : public EntryStore {
+public:
+  // `expire_after`: max-age + stale (entries without --max-age never expire).
+  RedisStore(const RedisSettings& settings, std::uint64_t max_entry, std::optional<Nanos> expire_after);
+
+  bool remote() const override { return true; }
+  std::string where(std::string_view key) const override;
+  std::optional<SysError> prepare() const override { return std::nullopt; }
+  Lookup lookup(std::string_view key) const override;
+  std::optional<SysError> drop(std::string_view key) const override;
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
+  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                  std::int64_t created_ns,
+                                                                  std::vector<DepStamp> deps,
+                                                                  KeepStderr keep_stderr) const override;
+  void after_fork() const override;
+
+  // The server's address, password redacted.
+  std::string server() const { return settings_.url.display(); }
+  // {PREFIX<md5>}:entry
+  std::string entry_key(std::string_view key) const;
+  // The SCAN pattern of every entry key under this prefix.
+  std::string entry_pattern() const;
+
+  // One command, sent to the node of the entry's slot (every key of an
+  // entry shares its hash tag; SCAN goes to the first node) through the
+  // lock's client: a server, a cluster or the master sentinels name. A kept
+  // connection that the server closed meanwhile (idle timeout, restart) is
+  // opened again once.
+  RedisResult<RedisReply> call(std::initializer_list<std::string_view> args) const;
+
+  std::uint64_t max_entry() const { return max_entry_; }
+  std::optional<Nanos> expire_after() const { return expire_after_; }
+
+private:
+  Lookup read_entry(std::string_view key, const std::string& ekey) const;
+
+  RedisSettings settings_;
+  std::uint64_t max_entry_;
+  std::optional<Nanos> expire_after_;
+  mutable std::optional<RedisClient> client_;
+};
+
+} // namespace bufferlock
