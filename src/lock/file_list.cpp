@@ -43,7 +43,14 @@ std::string list_file_locks(const std::string& dir, std::optional<std::string>& 
   std::vector<std::string> names;
   while (const dirent* e = ::readdir(d.get()))
     if (is_lock_file_name(e->d_name)) names.emplace_back(e->d_name);
-  std::sort(names.begin(), names.end());
+  // KEY by KEY (digest), then slot 0, 1, 2... (".lock" before ".1.lock").
+  const auto slot_of = [](const std::string& n) {
+    return n.size() == 37 ? 0UL : std::stoul(n.substr(33, n.size() - 38));
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const int c = a.compare(0, 32, b, 0, 32);
+    return c != 0 ? c < 0 : slot_of(a) < slot_of(b);
+  });
   const std::string locks = read_proc_locks();
   const std::int64_t now = realtime_ns();
   std::string out;

@@ -13,7 +13,7 @@ namespace bufferlock {
 // optional ".SLOT", then ".lock". Pure.
 bool is_lock_file_name(std::string_view name);
 
-// One line per held lock file of `dir`, sorted by file name: the KEY its
+// One line per held lock file of `dir`, by digest then slot: the KEY its
 // holder recorded (list_key_text) or "md5:DIGEST", then " slot=I" for a
 // slot file and the holder fields of `status`. A missing DIR lists nothing.
 // On error, the message (no prefix) in `error`.
