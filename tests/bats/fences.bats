@@ -91,8 +91,7 @@ assert_increasing() {
 
 @test "a cache build's lock carries a record and a fence too" {
     local cache=$T/cache
-    bufferlock_cache() { "$BL" cache --cache-dir "$cache" "$@"; }
-    bufferlock_cache "$K" sh -c 'sleep 300' </dev/null >/dev/null 2>&1 3>&- &
+    "$BL" cache --cache-dir "$cache" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
     HOLDER_PID=$!
     track_pid "$HOLDER_PID"
     wait_until_held "$cache/locks" "$K" "$HOLDER_PID"
