@@ -71,7 +71,8 @@ peers=()
 [[ -n $CHPST ]] && peers+=(chpst)
 [[ -n $SETLOCK ]] && peers+=(setlock)
 tools_a=(true "${peers[@]}")
-((have_bl)) && tools_a+=(bufferlock)
+# slots8: --slots 8 with 7 slots taken; also3: KEY plus two --also keys
+((have_bl)) && tools_a+=(bufferlock slots8 also3)
 BASELINE=${BUFFERLOCK_BASELINE:-}
 if [[ -n $BASELINE ]]; then
     mkdir -p "$tmp/probe"
@@ -102,12 +103,24 @@ cmd_a() {
         chpst) CMD=("$CHPST" -L "$A_DIR/f.chpst" "$TRUE") ;;
         setlock) CMD=("$SETLOCK" -n "$A_DIR/f.setlock" "$TRUE") ;;
         bufferlock) CMD=("$BL" -d "$A_DIR" k -- "$TRUE") ;;
+        slots8) CMD=("$BL" -d "$A_DIR" --slots 8 s -- "$TRUE") ;;
+        also3) CMD=("$BL" -d "$A_DIR" --also k2 --also k3 k -- "$TRUE") ;;
         baseline) CMD=("$BASELINE" -d "$A_DIR" k -- "$TRUE") ;;
     esac
 }
 
 hr "(a) uncontended: TOOL lock /bin/true, $A_ROUNDS interleaved rounds x $A_BATCH runs per tool"
+slot_holders=()
+if ((have_bl)); then
+    # 7 of the 8 slots of "s" stay taken, so every slots8 run tries 8 files
+    for ((i = 0; i < 7; i++)); do
+        "$BL" -d "$A_DIR" --slots 8 s -- sleep 3600 </dev/null >/dev/null 2>&1 &
+        slot_holders+=($!)
+        while ! grep -q " $! " /proc/locks; do sleep 0.01; done
+    done
+fi
 time_rounds "$A_DIR" "$A_ROUNDS" "$A_BATCH" "$A_BATCH" "${tools_a[@]}"
+for pid in "${slot_holders[@]}"; do kill "$pid" 2>/dev/null || true; done
 for t in "${tools_a[@]}"; do
     ((a_fail[$t] == 0)) || err "$t: some uncontended runs exited non-zero"
 done
@@ -186,6 +199,8 @@ if [[ -n $VALGRIND ]]; then
             setlock) ir_to_exec setlock "$SETLOCK" -n "$C_DIR/f" "$TRUE" ;;
             bufferlock) ir_to_exec bufferlock "$BL" -d "$C_DIR" k -- "$TRUE" ;;
             baseline) ir_to_exec baseline "$BASELINE" -d "$C_DIR" k -- "$TRUE" ;;
+            slots8) ir_to_exec slots8 "$BL" -d "$C_DIR" --slots 8 s -- "$TRUE" ;;
+            also3) ir_to_exec also3 "$BL" -d "$C_DIR" --also k2 --also k3 k -- "$TRUE" ;;
         esac
     done
     for t in "${tools_a[@]}"; do
@@ -295,6 +310,12 @@ if ((have_bl)); then
     target "(a) bufferlock/flock, median wall" "$(ratio "${a_med[bufferlock]}" "${a_med[flock]:-}")" '<=' 1.00
     target "(a) bufferlock/chpst, median wall" "$(ratio "${a_med[bufferlock]}" "${a_med[chpst]:-}")" '<=' 1.15
     target "(a) bufferlock Ir to exec" "${ir[bufferlock]:-}" '<=' 1200000
+    # issue 11: slots, --also, and fences on the plain path (vs the baseline)
+    target "(a) --slots 8, 7 taken / plain, median wall" "$(ratio "${a_med[slots8]}" "${a_med[bufferlock]}")" '<=' 1.20
+    target "(a) --also 3 keys / 1 key, median wall" "$(ratio "${a_med[also3]}" "${a_med[bufferlock]}")" '<=' 1.30
+    if [[ -n $BASELINE ]]; then
+        target "(a) bufferlock/baseline, median wall" "$(ratio "${a_med[bufferlock]}" "${a_med[baseline]}")" '<=' 1.05
+    fi
     if [[ -n $BASELINE ]]; then
         echo "  baseline ($BASELINE): median wall $(us "${a_med[baseline]}") us," \
             "Ir to exec ${ir[baseline]:--}; bufferlock/baseline median wall" \

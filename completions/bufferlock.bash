@@ -20,7 +20,7 @@ _bufferlock_takes_value()
             --conflict-exit-code | --error-exit | -c | --command | --messages | \
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
             --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
-            --max-age | --stale | --tls-ca | --tls-cert | --tls-key)
+            --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also)
             return 0
             ;;
     esac
@@ -37,20 +37,24 @@ _bufferlock_options()
     local redis='--namespace --hash-tag --connect-timeout --io-timeout --tls-ca --tls-cert --tls-key'
     local redis_wait='--ttl --step --ratio --max-step'
     local redis_run='--on-lost --kill-after'
+    local keys='--slots --also'
     case $1 in
         run)
             echo "$backend $wait $busy --error-exit --fail-open -c --command
-                -s --shared -o --close -F --no-fork $redis $redis_wait $redis_run
+                -s --shared -o --close -F --no-fork $keys $redis $redis_wait $redis_run
                 $messages -V --version --list-messages"
             ;;
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
                 --depends --keep-stderr --force --store --max-entry --list
                 --drop --gc $backend $wait $busy --error-exit --fail-open
-                -c --command $redis $redis_wait $redis_run $messages"
+                -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;
         status)
-            echo "$backend -s --shared $busy --error-exit $redis $messages"
+            echo "$backend -s --shared --slots $busy --error-exit $redis $messages"
+            ;;
+        list)
+            echo "$backend --error-exit $messages"
             ;;
         acquire)
             echo "-r --redis $wait $busy --error-exit $redis $redis_wait $messages"
@@ -70,14 +74,14 @@ _bufferlock()
     # -n : keeps KEYs such as "deploy:prod" in one word; -s splits --opt=value.
     _init_completion -s -n : || return
 
-    local subcommands="run cache status acquire release extend"
+    local subcommands="run cache status acquire release extend list"
 
     # Walk the words before the cursor: subcommand, options, KEY.
     local sub=run i=1 key_at=0 shell_before_key=false end_of_options=false
     local no_command=false
     if ((cword > 1)); then
         case ${words[1]} in
-            run | cache | status | acquire | release | extend)
+            run | cache | status | acquire | release | extend | list)
                 sub=${words[1]}
                 i=2
                 ;;
@@ -181,8 +185,12 @@ _bufferlock()
             _bufferlock_reply '60 10 30 5m 10m 1h'
             return
             ;;
+        --slots)
+            _bufferlock_reply '2 3 4 8'
+            return
+            ;;
         -c | --command | --namespace | --connect-timeout | --io-timeout | \
-            --step | --ratio | --max-step | --kill-after | --max-age | --stale)
+            --step | --ratio | --max-step | --kill-after | --max-age | --stale | --also)
             return # free text or a number
             ;;
     esac

@@ -16,7 +16,8 @@ function __bufferlock_takes_value --argument-names word
     contains -- $word -d --dir -r --redis -w --wait --timeout -E --busy-exit \
         --conflict-exit-code --error-exit -c --command --messages --ttl \
         --namespace --connect-timeout --io-timeout --step --ratio --max-step \
-        --on-lost --kill-after --cache-dir --max-age --stale --tls-ca --tls-cert --tls-key
+        --on-lost --kill-after --cache-dir --max-age --stale --tls-ca --tls-cert --tls-key \
+        --slots --also
 end
 
 # Reads the words before the cursor. Prints the subcommand (run when none
@@ -28,7 +29,7 @@ function __bufferlock_parse
     set -l tokens (commandline -opc)
     set -e tokens[1]
     set -l sub run
-    if set -q tokens[1]; and contains -- $tokens[1] run cache status acquire release extend
+    if set -q tokens[1]; and contains -- $tokens[1] run cache status acquire release extend list
         set sub $tokens[1]
         set -e tokens[1]
     end
@@ -127,13 +128,15 @@ complete -c bufferlock -n __bufferlock_first_word -a status -d 'tell whether the
 complete -c bufferlock -n __bufferlock_first_word -a acquire -d 'redis: take the lock, print its token'
 complete -c bufferlock -n __bufferlock_first_word -a release -d 'redis: release the lock held with TOKEN'
 complete -c bufferlock -n __bufferlock_first_word -a extend -d 'redis: reset the TTL of the lock held with TOKEN'
+complete -c bufferlock -n __bufferlock_first_word -a list -d 'file: every lock held now, its KEY and holder'
 
 # The command after KEY.
 complete -c bufferlock -n __bufferlock_in_command -xa '(__bufferlock_complete_command)'
 
 # Which subcommands take which options.
-set -l any '__bufferlock_options_for run cache status acquire release extend'
-set -l file_backend '__bufferlock_options_for run cache status'
+set -l any '__bufferlock_options_for run cache status acquire release extend list'
+set -l file_backend '__bufferlock_options_for run cache status list'
+set -l slots '__bufferlock_options_for run cache status'
 set -l waiting '__bufferlock_options_for run cache acquire'
 set -l busy '__bufferlock_options_for run cache status acquire extend'
 set -l commands '__bufferlock_options_for run cache'
@@ -163,6 +166,10 @@ complete -c bufferlock -n $commands -s c -l command -x -d 'run STRING with /bin/
 complete -c bufferlock -n $file_shared -s s -l shared -d 'file: take a shared (read) lock'
 complete -c bufferlock -n $run -s o -l close -d 'the command does not inherit the lock'
 complete -c bufferlock -n $run -s F -l no-fork -d 'accepted for flock(1) compatibility'
+
+# Slots and several keys
+complete -c bufferlock -n $slots -l slots -xa '2 3 4 8' -d 'up to N holders at once (default 1)'
+complete -c bufferlock -n $commands -l also -x -d 'take KEY2 as well, all or nothing'
 
 # Redis
 complete -c bufferlock -n $ttl -l ttl -xa '60 10 30 5m 10m 1h' -d 'lock lifetime (default 60)'

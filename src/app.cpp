@@ -5,6 +5,8 @@
 #include "exit_codes.hpp"
 #include "help.hpp"
 #include "lock/acquire.hpp"
+#include "lock/file_list.hpp"
+#include "lock/file_lock.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
@@ -40,7 +42,9 @@ int run_command(const Options& o, Lock* lock) {
   const int fd = lock ? lock->inheritable_fd() : -1;
   if (o.backend == Backend::file && !o.close) {
     if (fd >= 0) {
-      ::fcntl(fd, F_SETFD, 0); // the one descriptor that must outlive exec
+      // the descriptors that must outlive exec (several with --also)
+      for (int keep : lock->inheritable_fds())
+        ::fcntl(keep, F_SETFD, 0);
       ::setenv("BUFFERLOCK_FD", std::to_string(fd).c_str(), 1);
     }
     return exec_command(o.argv);
@@ -69,11 +73,22 @@ int cmd_status(const Options& o) {
   const std::unique_ptr<Lock> lock = make_lock(o, {});
   const LockStatus s = lock->status();
   switch (s.state) {
-  case LockState::free: return write_stdout("free\n") == 0 ? exit_code::ok : o.error_exit;
+  case LockState::free: return write_stdout("free" + s.fields + "\n") == 0 ? exit_code::ok : o.error_exit;
   case LockState::held: write_stdout("held" + s.fields + "\n"); return o.busy_exit;
   case LockState::error: diag::error(s.error); return o.error_exit;
   }
   return o.error_exit;
+}
+
+int cmd_list(const Options& o) {
+  const std::string dir = o.dir.empty() ? default_lock_dir(::getenv("XDG_RUNTIME_DIR")) : o.dir;
+  std::optional<std::string> error;
+  const std::string lines = list_file_locks(dir, error);
+  if (error) {
+    diag::error(*error);
+    return o.error_exit;
+  }
+  return write_stdout(lines);
 }
 
 int cmd_acquire(const Options& o) {
@@ -137,6 +152,7 @@ int app_main(int argc, char** argv) {
     case Command::list_messages: return write_stdout(list_messages());
     case Command::run: return cmd_run(o);
     case Command::status: return cmd_status(o);
+    case Command::list: return cmd_list(o);
     case Command::acquire: return cmd_acquire(o);
     case Command::release:
     case Command::extend: return cmd_release_or_extend(o);

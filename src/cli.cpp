@@ -42,6 +42,8 @@ enum class Opt {
   error_exit,
   fail_open,
   shared,
+  slots,
+  also,
   close,
   no_fork,
   shell_command,
@@ -103,13 +105,14 @@ constexpr std::string_view g_backend = "Backend";
 constexpr std::string_view g_waiting = "Waiting";
 constexpr std::string_view g_exit = "Exit codes";
 constexpr std::string_view g_running = "Running";
+constexpr std::string_view g_keys = "Slots and several keys";
 constexpr std::string_view g_redis = "Redis";
 constexpr std::string_view g_tls = "TLS (rediss://)";
 constexpr std::string_view g_cache = "Cache";
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 43> option_table = {{
+constexpr std::array<OptionDecl, 45> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -131,6 +134,13 @@ constexpr std::array<OptionDecl, 43> option_table = {{
     {Opt::shell_command, "-c,--command", "STRING", g_running, "run STRING with /bin/sh -c", "", "",
      Scope::any},
     {Opt::shared, "-s,--shared", "", g_running, "file: take a shared (read) lock", "", "", Scope::any},
+    {Opt::slots, "--slots", "N", g_keys,
+     "up to N holders at once (1-1000; every caller of KEY must give the same N); the command gets "
+     "BUFFERLOCK_SLOT",
+     "1", "BUFFERLOCK_SLOTS", Scope::any},
+    {Opt::also, "--also", "KEY2", g_keys,
+     "take KEY2 as well, all or nothing, in a fixed order (repeatable; the --wait covers them all)", "", "",
+     Scope::any},
     {Opt::close, "-o,--close", "", g_running,
      "fork; the command does not inherit the lock, and bufferlock releases it when the command exits "
      "(redis: always)",
@@ -213,8 +223,8 @@ constexpr std::array<OptionDecl, 43> option_table = {{
 constexpr std::array<std::string_view, 1> hidden_names = {"nb"};
 
 // In the order of the Command enumerators they stand for.
-constexpr std::array<std::string_view, 6> subcommands = {"run",     "cache",   "status",
-                                                         "acquire", "release", "extend"};
+constexpr std::array<std::string_view, 7> subcommands = {"run",     "cache",  "status", "acquire",
+                                                         "release", "extend", "list"};
 
 // The --messages file named so far, for UsageError (see there).
 thread_local std::string messages_file_seen;
@@ -262,17 +272,27 @@ Nanos positive_duration_value(std::string_view option, std::string_view text) {
   return d;
 }
 
-int exit_status_value(std::string_view option, std::string_view text) {
-  int v = 0;
-  bool ok = !text.empty() && text.size() <= 3;
+// A whole number from `lo` to `hi` in plain decimal digits (no sign, no
+// space); `bad` is the message for anything else.
+unsigned bounded_value(std::string_view option, std::string_view text, unsigned lo, unsigned hi, Msg bad) {
+  unsigned v = 0;
+  bool ok = !text.empty() && text.size() <= std::to_string(hi).size();
   for (char c : text) {
     if (c < '0' || c > '9')
       ok = false;
     else
-      v = v * 10 + (c - '0');
+      v = v * 10 + static_cast<unsigned>(c - '0');
   }
-  if (!ok || v > 255) usage(Msg::usage_bad_exit_status, {{"option", option}, {"value", text}});
+  if (!ok || v < lo || v > hi) usage(bad, {{"option", option}, {"value", text}});
   return v;
+}
+
+unsigned slots_value(std::string_view option, std::string_view text) {
+  return bounded_value(option, text, 1, 1000, Msg::usage_bad_slots);
+}
+
+int exit_status_value(std::string_view option, std::string_view text) {
+  return static_cast<int>(bounded_value(option, text, 0, 255, Msg::usage_bad_exit_status));
 }
 
 // Everything the command line says, before the environment fills the gaps.
@@ -286,6 +306,7 @@ struct Parsed {
   std::string first_redis_option; // for the "not with the file backend" error
   bool no_fork = false;
   std::optional<std::string> store;              // --store as given
+  bool keys_options_typed = false;               // a word starts with --slots or --also
   std::array<bool, option_table.size()> given{}; // on the command line
 };
 
@@ -311,6 +332,8 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::error_exit: o.error_exit = exit_status_value(typed, value); break;
   case Opt::fail_open: o.fail_open = true; break;
   case Opt::shared: o.shared = true; break;
+  case Opt::slots: o.slots = slots_value(typed, value); break;
+  case Opt::also: o.also.emplace_back(value); break;
   case Opt::close: o.close = true; break;
   case Opt::no_fork: p.no_fork = true; break;
   case Opt::shell_command: p.shell_before_key = std::string(value); break;
@@ -454,7 +477,10 @@ void declare_options(CLI::App& app, Command command, Parsed* p) {
     CLI::App* cache = command == Command::cache ? app.add_option_group("cache") : nullptr;
     for (const auto& decl : option_table) {
       if (!declared_for(decl, command)) continue;
-      CLI::App& owner = decl.scope == Scope::any ? app : decl.scope == Scope::cache ? *cache : *redis;
+      if (decl.group == g_keys && !p->keys_options_typed) continue;
+      // The slot and key options ride in the redis group: one group fewer to build.
+      const bool grouped = decl.scope == Scope::redis || decl.scope == Scope::tls || decl.group == g_keys;
+      CLI::App& owner = !grouped ? app : decl.scope == Scope::cache ? *cache : *redis;
       declare(owner, decl, p);
     }
     return;
@@ -634,6 +660,30 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_store_servers, {{"count", std::to_string(p.opts.redis.quorum.size())}});
 }
 
+bool given(const Parsed& p, Opt id) {
+  const auto* d =
+      std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
+  return p.given[static_cast<std::size_t>(d - option_table.data())];
+}
+
+// --slots (or BUFFERLOCK_SLOTS) and --also: where they apply, and not with
+// --shared (SPEC §14).
+void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
+  Options& o = p.opts;
+  const std::string_view command = subcommands[static_cast<std::size_t>(o.command)];
+  const bool slots_apply =
+      o.command == Command::run || o.command == Command::cache || o.command == Command::status;
+  const bool also_applies = o.command == Command::run || o.command == Command::cache;
+  if (given(p, Opt::slots) && !slots_apply)
+    usage(Msg::usage_option_not_here, {{"option", "--slots"}, {"command", command}});
+  if (!o.also.empty() && !also_applies)
+    usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
+  if (!given(p, Opt::slots) && slots_apply)
+    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS"))
+      o.slots = slots_value("BUFFERLOCK_SLOTS", env);
+  if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
+}
+
 // CLI11's parse errors as our messages. CLI11 2.1.2 reports an option whose
 // value is missing (always the last word: nothing was left to take) and a
 // flag given "=VALUE"; unknown options stay in remaining() (prefix_command).
@@ -658,6 +708,13 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
 // returns the words from KEY on (and whether a "--" came before KEY).
 std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* argv, int first,
                                        bool& dashdash_before_key) {
+  // --slots and --also cost CLI11 ~13k instructions each to declare, on every
+  // run: they are declared only when some word could be one of them (long
+  // options are never abbreviated, so nothing else can name them).
+  for (int i = first; i < argc && !p.keys_options_typed; ++i) {
+    const std::string_view w = argv[i];
+    p.keys_options_typed = w.starts_with("--slots") || w.starts_with("--also");
+  }
   CLI::App app;
   declare_options(app, p.opts.command, &p);
   std::vector<std::string> args = mark_equals(argc, argv, first);
@@ -833,7 +890,11 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       return o;
     }
   }
-  if (!have_key) usage(Msg::lock_key_undefined);
+  if (o.command == Command::list) {
+    if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+  } else if (!have_key) {
+    usage(Msg::lock_key_undefined);
+  }
 
   const auto extra = [&](auto it) {
     if (it != words.end()) usage(Msg::usage_extra_argument, {{"value", *it}});
@@ -848,6 +909,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   case Command::run: parse_command_words(p, after_key, words.end()); break;
   case Command::status:
   case Command::acquire: extra(after_key); break;
+  case Command::list: break;
   case Command::release:
   case Command::extend:
     if (after_key == words.end()) usage(Msg::usage_missing_value, {{"option", "TOKEN"}});
@@ -862,10 +924,18 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     usage(Msg::usage_extra_argument, {{"value", "-c"}});
   if (o.close && p.no_fork) usage(Msg::usage_close_and_no_fork);
 
+  check_slots_and_keys(p, getenv);
   if (o.command == Command::cache && o.cache.store == CacheStoreKind::redis)
     check_redis_store(p, getenv);
   else
     choose_backend(p, getenv);
+  if (o.backend == Backend::redis) {
+    // Slots, fences, --also and list are the file backend's for now: the
+    // Redis scripts that implement them come next (SPEC §14).
+    if (o.command == Command::list) usage(Msg::usage_not_yet_redis, {{"option", "bufferlock list"}});
+    if (given(p, Opt::slots) || o.slots != 1) usage(Msg::usage_not_yet_redis, {{"option", "--slots"}});
+    if (!o.also.empty()) usage(Msg::usage_not_yet_redis, {{"option", "--also"}});
+  }
   if (o.backend == Backend::file &&
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
     usage(Msg::usage_file_subcommand, {{"command", subcommands[static_cast<int>(o.command)]}});

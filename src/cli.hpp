@@ -17,7 +17,7 @@
 
 namespace bufferlock {
 
-enum class Command { run, cache, status, acquire, release, extend, help, version, list_messages };
+enum class Command { run, cache, status, acquire, release, extend, list, help, version, list_messages };
 enum class Backend { file, redis };
 enum class OnLost { warn, term };
 enum class CacheStoreKind { file, redis };
@@ -68,7 +68,9 @@ struct Options {
   int error_exit = 69;
   bool fail_open = false;
   bool shared = false;
-  bool close = false; // --close: fork, the command does not inherit the lock
+  unsigned slots = 1;            // --slots N: a counting semaphore of N holders
+  std::vector<std::string> also; // --also KEY2...: taken with KEY, all or nothing
+  bool close = false;            // --close: fork, the command does not inherit the lock
   diag::Verbosity verbosity = diag::Verbosity::normal;
   std::string key;
   std::vector<std::string> argv;     // the command; for -c, {"/bin/sh", "-c", STRING}

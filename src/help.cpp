@@ -53,6 +53,7 @@ Examples:
   bufferlock acquire [OPTIONS] KEY                 redis: take the lock, print its token
   bufferlock release [OPTIONS] KEY TOKEN           redis: release the lock held with TOKEN
   bufferlock extend [OPTIONS] KEY TOKEN            redis: reset the TTL of the lock held with TOKEN
+  bufferlock list [OPTIONS]                        file: every lock held now, its KEY and holder
   bufferlock --help | --version | --list-messages
 
 Takes a named lock for KEY, then runs COMMAND, or skips it when someone else
@@ -68,6 +69,8 @@ Examples:
   0 2 * * * bufferlock nightly-report -- /usr/local/bin/report
   # CI on many machines: one deployment at a time, waiting up to 10 minutes
   bufferlock -r redis://ci-redis:6379/0 -w 10m deploy-prod -- ./deploy.sh
+  # at most 3 test jobs at once on this machine
+  bufferlock --slots 3 -w inf e2e-tests -- make e2e
 )HELP";
 }
 

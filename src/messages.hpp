@@ -44,6 +44,10 @@ namespace bufferlock {
   X(usage_redis_twice, "the Redis server %{server} is given twice: a quorum needs independent servers")      \
   X(usage_quorum_sentinel, "%{server}: a quorum is made of independent masters, not of sentinel URLs")       \
   X(usage_tls_setup, "TLS: %{error}")                                                                        \
+  X(usage_bad_slots, "invalid %{option} '%{value}': expected a whole number of slots from 1 to 1000")        \
+  X(usage_slots_shared, "--slots cannot be used with --shared: a shared lock already has no limit")          \
+  X(usage_not_yet_redis, "%{option} does not work with the redis backend yet; use the file backend")         \
+  X(usage_option_not_here, "%{option} does not apply to 'bufferlock %{command}'")                            \
   X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")                      \
   X(redis_ttl_invalid,                                                                                       \
     "invalid %{option} '%{value}': expected seconds > 0 such as 60, 2.5 or 500ms (at least 1 ms)")           \
@@ -77,6 +81,7 @@ namespace bufferlock {
   X(exec_failed, "cannot run %{command}: %{error}")                                                          \
   X(fork_failed, "cannot start %{command}: %{error}")                                                        \
   X(status_failed, "cannot read the state of %{path}: %{error}")                                             \
+  X(list_failed, "cannot list the locks in %{path}: %{error}")                                               \
   X(redis_lock_failed, "cannot take the lock: Redis at %{server}: %{error}")                                 \
   X(redis_wait_retrying, "cannot reach Redis at %{server}: %{error}; still trying (--wait inf)")             \
   X(redis_unlock_failed, "cannot release the lock: Redis at %{server}: %{error}")                            \

@@ -1,6 +1,7 @@
 #include "lock/acquire.hpp"
 
 #include "lock/file_lock.hpp"
+#include "lock/multi_lock.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "util/clock.hpp"
@@ -29,7 +30,9 @@ void report_busy(const Options& o, Lock& lock, Nanos waited) {
 
 } // namespace
 
-std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
+namespace {
+
+std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_dir, const std::string& key) {
   if (o.backend == Backend::redis) {
     // hiredis writes with write(2): a server that went away must give EPIPE,
     // not kill us. Blocked rather than ignored, so that the command (whose
@@ -38,13 +41,26 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
-    return std::make_unique<RedisLock>(o.redis, o.key);
+    return std::make_unique<RedisLock>(o.redis, key);
   }
   const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
-  if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, o.key, mode);
-  if (!lock_dir.empty()) return std::make_unique<FileLock>(lock_dir, DirKind::user_given, o.key, mode);
+  if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, key, mode, o.slots);
+  if (!lock_dir.empty()) return std::make_unique<FileLock>(lock_dir, DirKind::user_given, key, mode, o.slots);
   return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")), DirKind::private_default,
-                                    o.key, mode);
+                                    key, mode, o.slots);
+}
+
+} // namespace
+
+std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
+  if (o.also.empty()) return make_one_lock(o, lock_dir, o.key);
+  std::vector<std::string> keys{o.key};
+  keys.insert(keys.end(), o.also.begin(), o.also.end());
+  std::vector<std::unique_ptr<Lock>> locks;
+  for (const auto& k : keys)
+    locks.push_back(make_one_lock(o, lock_dir, k));
+  std::vector<std::size_t> order = canonical_order(keys);
+  return std::make_unique<MultiLock>(std::move(locks), std::move(order), std::move(keys));
 }
 
 Taken take_lock(const Options& o, Lock& lock, int& exit_status) {

@@ -5,15 +5,18 @@
 #include "run/command.hpp"
 #include "util/duration.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bufferlock {
 
 enum class LockState { free, held, error };
 
 // What `bufferlock status` prints: the state, and what is known of the holder
-// as " name=value" fields (" pid=12", " ttl=3.000").
+// as " name=value" fields (" pid=12", " ttl=3.000", " slots=2/3", and the
+// holder's record: holder_fields() in lock/holder_record.hpp).
 struct LockStatus {
   LockState state;
   std::string fields;
@@ -48,6 +51,24 @@ public:
   // A descriptor whose inheritance keeps the lock (file backend), or -1: then
   // the command must run as a child while this process holds the lock.
   virtual int inheritable_fd() const { return -1; }
+
+  // Every descriptor the command must inherit to keep the lock (several with
+  // --also); inheritable_fd() is the one named in BUFFERLOCK_FD.
+  virtual std::vector<int> inheritable_fds() const {
+    const int fd = inheritable_fd();
+    return fd >= 0 ? std::vector<int>{fd} : std::vector<int>{};
+  }
+
+  // After acquire: the slot this holder got, 0 to N-1 (--slots N; 0 without).
+  // A backend implements slots by taking one of N locks of which slot 0 is
+  // the plain lock of KEY (SPEC §14), and exports it as BUFFERLOCK_SLOT.
+  virtual unsigned slot() const { return 0; }
+
+  // After an exclusive acquire: this acquisition's fence, strictly greater
+  // than every earlier one of the same lock (SPEC §14); none for shared and
+  // quorum locks, or when the backend could not record one. Exported as
+  // BUFFERLOCK_FENCE by export_env().
+  virtual std::optional<std::uint64_t> fence() const { return std::nullopt; }
 
   // Work to do every so often while the command runs (Redis renewal).
   virtual std::optional<Ticker> keepalive() { return std::nullopt; }

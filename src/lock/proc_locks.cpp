@@ -57,7 +57,7 @@ std::vector<pid_t> parse_flock_holders(std::string_view text, dev_t dev, ino_t i
   return pids;
 }
 
-std::vector<pid_t> flock_holders(dev_t dev, ino_t ino) {
+std::string read_proc_locks() {
   UniqueFd fd(::open("/proc/locks", O_RDONLY | O_CLOEXEC));
   if (!fd) return {};
   std::string text;
@@ -68,7 +68,11 @@ std::vector<pid_t> flock_holders(dev_t dev, ino_t ino) {
     if (n <= 0) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
-  return parse_flock_holders(text, dev, ino);
+  return text;
+}
+
+std::vector<pid_t> flock_holders(dev_t dev, ino_t ino) {
+  return parse_flock_holders(read_proc_locks(), dev, ino);
 }
 
 } // namespace bufferlock

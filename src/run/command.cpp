@@ -110,9 +110,23 @@ int exec_command(const std::vector<std::string>& argv) {
 }
 
 void scrub_lock_env() {
-  for (const char* name :
-       {"BUFFERLOCK_KEY", "BUFFERLOCK_BACKEND", "BUFFERLOCK_FD", "BUFFERLOCK_TOKEN", "BUFFERLOCK_REDIS_KEY"})
-    ::unsetenv(name);
+  // One pass over the environment instead of one unsetenv (a full scan) per
+  // name: this runs on every lock-and-run.
+  static constexpr std::string_view names[] = {"KEY",  "BACKEND", "FD",        "TOKEN",     "REDIS_KEY",
+                                               "SLOT", "FENCE",   "ALSO_SLOT", "ALSO_FENCE"};
+  constexpr std::string_view prefix = "BUFFERLOCK_";
+  char** out = environ;
+  for (char** in = environ; *in; ++in) {
+    const std::string_view entry = *in;
+    bool drop = false;
+    if (entry.starts_with(prefix)) {
+      const std::string_view rest = entry.substr(prefix.size());
+      for (std::string_view n : names)
+        drop = drop || (rest.starts_with(n) && rest.size() > n.size() && rest[n.size()] == '=');
+    }
+    if (!drop) *out++ = *in;
+  }
+  *out = nullptr;
 }
 
 int exit_status_from_wait(int wait_status) {

@@ -22,7 +22,7 @@ int exec_command(const std::vector<std::string>& argv);
 inline constexpr std::size_t max_env_key = 131072 - sizeof("BUFFERLOCK_KEY=");
 
 // Removes every BUFFERLOCK_* variable that describes a held lock (KEY,
-// BACKEND, FD, TOKEN, REDIS_KEY) from this process's environment, so that a
+// BACKEND, FD, TOKEN, REDIS_KEY, SLOT, FENCE, ALSO_SLOT, ALSO_FENCE) from this process's environment, so that a
 // command never inherits the description of somebody else's lock.
 void scrub_lock_env();
 

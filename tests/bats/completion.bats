@@ -75,7 +75,7 @@ subcommands_first() {
     local expected
     expected=$("$BL" --help | sed -n '/^Usage:/,/^$/p' | grep -oE '^ +bufferlock [a-z]+' |
         awk '{ print $2 }' | sort -u | tr '\n' ' ')
-    assert_equal "$expected" "acquire cache extend release run status "
+    assert_equal "$expected" "acquire cache extend list release run status "
     offers "$1" 'bufferlock '
     assert_equal "$(shown)" "$expected"
     offers "$1" 'bufferlock ca'
@@ -102,7 +102,7 @@ options_match_help() {
     [[ $(wc -l <"$T/help") -gt 30 ]] || fail "the help texts gave too few options"
     local sub union=()
     : >"$T/offered"
-    for sub in '' 'run ' 'cache ' 'status ' 'acquire ' 'release ' 'extend '; do
+    for sub in '' 'run ' 'cache ' 'status ' 'acquire ' 'release ' 'extend ' 'list '; do
         offers "$1" "bufferlock $sub-"
         [[ -n $output ]] || fail "no options offered after 'bufferlock $sub'"
         printf '%s\n' "$output" >>"$T/offered"

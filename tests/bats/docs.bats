@@ -15,7 +15,8 @@ HIDDEN_OPTIONS=(--nb)
 
 # Variables the man page's ENVIRONMENT must describe besides those --help
 # names: what the command gets, and what chooses the default directories.
-COMMAND_ENV=(BUFFERLOCK_FD BUFFERLOCK_KEY BUFFERLOCK_BACKEND BUFFERLOCK_TOKEN BUFFERLOCK_REDIS_KEY)
+COMMAND_ENV=(BUFFERLOCK_FD BUFFERLOCK_KEY BUFFERLOCK_BACKEND BUFFERLOCK_TOKEN BUFFERLOCK_REDIS_KEY
+    BUFFERLOCK_SLOT BUFFERLOCK_FENCE BUFFERLOCK_ALSO_SLOT BUFFERLOCK_ALSO_FENCE)
 
 # list NAME COMMAND...: writes COMMAND's output to $T/NAME; fails when the
 # command fails or lists nothing (a broken lister must not pass as "equal").

@@ -20,18 +20,18 @@ load helpers
     assert_stderr_empty
 }
 
-@test "status of a lock held by bufferlock: the command's pid" {
+@test "status of a lock held by bufferlock: the command's pid and its record" {
     bl_hold_lock "$D" "$K"
     run --separate-stderr bl status -d "$D" "$K"
     assert_failure 75
-    assert_output "held pid=$HOLDER_PID"
+    assert_output --regexp "^held pid=$HOLDER_PID since=[0-9]+\.[0-9]{3} fence=1\$"
 }
 
-@test "status of a lock held by bufferlock -o: bufferlock's pid" {
+@test "status of a lock held by bufferlock -o: bufferlock's pid and its record" {
     bl_hold_lock "$D" "$K" -o
     run --separate-stderr bl status -d "$D" "$K"
     assert_failure 75
-    assert_output "held pid=$HOLDER_PID"
+    assert_output --regexp "^held pid=$HOLDER_PID since=[0-9]+\.[0-9]{3} fence=1\$"
 }
 
 @test "status with -E: the busy status is used" {

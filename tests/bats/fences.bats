@@ -1,0 +1,101 @@
+#!/usr/bin/env bats
+# Fences and holder records of the file backend (SPEC §14).
+
+load helpers
+
+# assert_increasing FILE COUNT: FILE has COUNT lines of strictly increasing numbers.
+assert_increasing() {
+    local n
+    n=$(wc -l <"$1")
+    assert_equal "$n" "$2"
+    run awk 'NR > 1 && !($1 > prev) { print "line " NR ": " $1 " after " prev; bad = 1 }
+             { prev = $1 } END { exit bad }' "$1"
+    assert_success
+}
+
+@test "every exclusive acquisition gets a greater fence, with exec and with --close" {
+    local i
+    for i in 1 2 3; do
+        bl -d "$D" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"' >>"$T/fences"
+        bl -o -d "$D" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"' >>"$T/fences"
+    done
+    assert_equal "$(tr '\n' ' ' <"$T/fences")" "1 2 3 4 5 6 "
+}
+
+@test "a shared lock gets no fence and writes no record" {
+    bl -d "$D" "$K" true
+    run --separate-stderr bl -s -d "$D" "$K" sh -c 'echo "fence=${BUFFERLOCK_FENCE-unset}"'
+    assert_success
+    assert_output "fence=unset"
+    run bl -d "$D" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
+    assert_output 2
+}
+
+@test "fences keep increasing over 200 acquisitions with holders killed at random" {
+    local i pid n=0 fences=$T/fences
+    : >"$fences"
+    for ((i = 1; i <= 200; i++)); do
+        if ((RANDOM % 4 == 0)); then
+            # a holder that dies by SIGKILL while it holds the lock
+            "$BL" -d "$D" -w 10 "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >>'$fences'; exec sleep 30" &
+            pid=$!
+            track_pid "$pid"
+            n=$((n + 1))
+            for ((j = 0; j < 200; j++)); do
+                (($(wc -l <"$fences") == i)) && break
+                sleep 0.02
+            done
+            kill -KILL "$pid"
+            wait "$pid" 2>/dev/null || true
+        else
+            bl -d "$D" -w 10 "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >>'$fences'"
+        fi
+    done
+    ((n > 10)) || skip "only $n holders killed"
+    assert_increasing "$fences" 200
+    assert_equal "$(tail -n 1 "$fences")" 200
+}
+
+@test "status and a busy -v show pid, since and fence while bufferlock holds the lock" {
+    bl -d "$D" "$K" true
+    bl_hold_lock "$D" "$K"
+    run --separate-stderr bl status -d "$D" "$K"
+    assert_failure 75
+    assert_output --regexp "^held pid=$HOLDER_PID since=[0-9]+\.[0-9]{3} fence=2\$"
+    run --separate-stderr bl -v -d "$D" "$K" true
+    assert_failure 75
+    assert_regex "$stderr" "held by pid $HOLDER_PID since=[0-9]+\.[0-9]{3} fence=2\)\$"
+}
+
+@test "flock(1) interop: it cannot take a lock we hold; a lock it holds shows no record" {
+    bl -d "$D" "$K" true # leaves a record of a holder that is gone
+    bl_hold_lock "$D" "$K"
+    run flock -n "$(lock_path "$D" "$K")" true
+    assert_failure 1
+    release_lock
+    hold_lock "$D" "$K"
+    run --separate-stderr bl status -d "$D" "$K"
+    assert_failure 75
+    assert_output "held pid=$HOLDER_PID"
+    release_lock
+    # and the fence goes on after flock(1) used the file
+    run bl -d "$D" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
+    assert_output 3
+}
+
+@test "the record does not leak into the command's environment of a nested run" {
+    run bl -d "$D" "$K" sh -c "'$BL' -d '$D' other sh -c 'echo \"\$BUFFERLOCK_FENCE \${BUFFERLOCK_SLOT-unset}\"'"
+    assert_success
+    assert_output "1 unset"
+}
+
+@test "a cache build's lock carries a record and a fence too" {
+    local cache=$T/cache
+    "$BL" cache --cache-dir "$cache" "$K" sleep 300 </dev/null >/dev/null 2>&1 3>&- &
+    HOLDER_PID=$!
+    track_pid "$HOLDER_PID"
+    wait_until_held "$cache/locks" "$K" "$HOLDER_PID"
+    run --separate-stderr bl status -d "$cache/locks" "$K"
+    assert_failure 75
+    assert_output --regexp "^held pid=$HOLDER_PID since=[0-9]+\.[0-9]{3} fence=1\$"
+}
