@@ -8,6 +8,7 @@
 #include "util/md5.hpp"
 #include "util/random.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -187,7 +188,11 @@ LockStatus RedisLock::status() {
     return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
   if (r->integer == -2) return {LockState::free, {}, {}};
   if (r->integer == -1) return {LockState::held, " ttl=none", {}};
-  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(r->integer)), {}};
+  if (r->integer < 0) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+  // From the milliseconds as they are: in nanoseconds a TTL Redis accepts (up to
+  // ~292 million years) would overflow.
+  const long long ms = r->integer;
+  return {LockState::held, fmt::format(" ttl={}.{:03}", ms / 1000, ms % 1000), {}};
 }
 
 std::string RedisLock::holder() {
