@@ -16,3 +16,9 @@ if(BUFFERLOCK_FUZZ)
                       -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# BUFFERLOCK_COVERAGE: gcov counters in every target, for gcovr (build.sh test).
+if(BUFFERLOCK_COVERAGE)
+  add_compile_options(--coverage)
+  add_link_options(--coverage)
+endif()
