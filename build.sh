@@ -3,18 +3,22 @@
 #
 #   ./build.sh            install missing build dependencies, build build/bufferlock (Release)
 #   ./build.sh test       the same, then the whole test suite: unit + bats, then again
-#                         under AddressSanitizer + UndefinedBehaviorSanitizer
+#                         under AddressSanitizer + UndefinedBehaviorSanitizer; then the
+#                         checks: fuzzing, coverage (unit tests + the chaos harness),
+#                         clang-tidy and cppcheck
+#   ./build.sh checks     only the checks (after ./build.sh test built the Release tree)
 #   ./build.sh deps       only install the Debian packages that are missing
 #
 # Environment: JOBS (parallel build jobs, default: nproc), BUFFERLOCK_SKIP_SANITIZE=1
-# to skip the sanitizer pass during development.
+# to skip the sanitizer pass, BUFFERLOCK_SKIP_CHECKS=1 the checks, during development;
+# FUZZ_SECONDS (per fuzz target, default 20).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev)
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps iproute2 python3 time
   redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper
-  build-essential)
+  build-essential clang-14 libfuzzer-14-dev clang-tidy-14 cppcheck gcovr lintian rpm)
 jobs=${JOBS:-$(nproc)}
 
 say() { printf '==> %s\n' "$*"; }
@@ -79,6 +83,53 @@ run_tests() { # DIR LABEL
   [ -n "$unit_total" ] || failed=$((failed + 1))
 }
 
+# Counts the lines "NAME: ok..." and "NAME: FAILED..." of a check's output as
+# passed and failed items, and a check that failed without such a line as one failure.
+count_check() { # LOG STATUS
+  local ok bad
+  ok=$(grep -cE '^(fuzz|lint) [a-z_-]+: ok' "$1" || true)
+  bad=$(grep -cE '^(fuzz|lint) [a-z_-]+: FAILED' "$1" || true)
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  [ "$2" -eq 0 ] || [ "$bad" -gt 0 ] || failed=$((failed + 1))
+}
+
+# The checks after the two test passes (README: Checks).
+run_checks() {
+  local status log
+  say "fuzzing (clang 14, libFuzzer, ASan + UBSan; ${FUZZ_SECONDS:-20}s per target)"
+  CC=clang-14 CXX=clang++-14 configure_and_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBUFFERLOCK_FUZZ=ON -DBUFFERLOCK_TESTS=OFF
+  log=build-fuzz/fuzz.log status=0
+  tests/fuzz/run.sh build-fuzz build-fuzz/findings | tee "$log" || status=$?
+  count_check "$log" "$status"
+
+  say "coverage: unit tests + the chaos harness (short) on a --coverage build"
+  configure_and_build build-coverage -DCMAKE_BUILD_TYPE=Debug -DBUFFERLOCK_COVERAGE=ON -DBUFFERLOCK_TESTS=ON
+  find build-coverage -name '*.gcda' -delete
+  status=0
+  (cd build-coverage && ctest -L unit -j "$jobs") >build-coverage/unit.log 2>&1 || status=$?
+  grep -E 'tests passed' build-coverage/unit.log || cat build-coverage/unit.log
+  [ "$status" -eq 0 ] && passed=$((passed + 1)) || failed=$((failed + 1))
+  say "chaos harness (short)"
+  status=0
+  BUFFERLOCK_BIN=build-coverage/bufferlock tests/chaos/chaos.sh short | tee build-coverage/chaos.log || status=$?
+  local chaos_ok chaos_bad
+  chaos_ok=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\1/p' build-coverage/chaos.log)
+  chaos_bad=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\2/p' build-coverage/chaos.log)
+  passed=$((passed + ${chaos_ok:-0}))
+  failed=$((failed + ${chaos_bad:-1}))
+  gcovr -r . --object-directory build-coverage --filter 'src/' --exclude-throw-branches \
+    --exclude-unreachable-branches --print-summary -o build-coverage/coverage.txt build-coverage |
+    sed 's/^/coverage of src\/: /'
+
+  say "static analysis: clang-tidy 14, cppcheck"
+  cmake -S . -B build -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+  log=build/lint.log status=0
+  JOBS=$jobs tests/lint/run.sh build | tee "$log" || status=$?
+  count_check "$log" "$status"
+}
+
 case "${1:-build}" in
 deps)
   install_packages "${build_packages[@]}" "${test_packages[@]}"
@@ -99,11 +150,18 @@ test)
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       run_tests build-sanitize sanitizers
   fi
+  [ "${BUFFERLOCK_SKIP_CHECKS:-0}" = 1 ] || run_checks
+  echo "total: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+checks)
+  install_packages "${build_packages[@]}" "${test_packages[@]}"
+  run_checks
   echo "total: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
   ;;
 *)
-  echo "usage: $0 [build|test|deps]" >&2
+  echo "usage: $0 [build|test|checks|deps]" >&2
   exit 64
   ;;
 esac

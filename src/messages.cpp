@@ -92,6 +92,11 @@ bool load_message_overrides(const std::string& path, std::string& error) {
     if (n == 0) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
+  apply_message_overrides(text, path);
+  return true;
+}
+
+void apply_message_overrides(std::string_view text, const std::string& path) {
   std::size_t pos = 0;
   for (int line_no = 1; pos < text.size(); ++line_no) {
     std::size_t end = text.find('\n', pos);
@@ -121,7 +126,6 @@ bool load_message_overrides(const std::string& path, std::string& error) {
     }
     overrides[i] = std::string(value);
   }
-  return true;
 }
 
 std::string list_messages() {

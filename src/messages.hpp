@@ -131,6 +131,9 @@ std::string message(Msg m, const MessageArgs& values);
 // with `error`, when the file cannot be read.
 bool load_message_overrides(const std::string& path, std::string& error);
 
+// The same for the text of such a file, read already; `path` names it in warnings.
+void apply_message_overrides(std::string_view text, const std::string& path);
+
 // Every key with its default text, one "key = text" line each.
 std::string list_messages();
 

@@ -9,6 +9,7 @@
 #include "util/md5.hpp"
 #include "util/random.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -183,7 +184,10 @@ LockStatus RedisLock::status() {
   }
   if (ttl == -2) return {LockState::free, {}, {}};
   if (ttl == -1) return {LockState::held, " ttl=none", {}};
-  return {LockState::held, " ttl=" + format_seconds(std::chrono::milliseconds(ttl)), {}};
+  if (ttl < 0) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+  // From the milliseconds as they are: in nanoseconds a TTL Redis accepts (up to
+  // ~292 million years) would overflow.
+  return {LockState::held, fmt::format(" ttl={}.{:03}", ttl / 1000, ttl % 1000), {}};
 }
 
 std::string RedisLock::holder() {

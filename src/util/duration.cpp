@@ -71,7 +71,8 @@ std::optional<Nanos> parse_duration(std::string_view text, AllowInfinite allow_i
 }
 
 std::string format_seconds(Nanos d) {
-  const auto ms = (d.count() + 500'000) / 1'000'000;
+  // Rounded to the nearest ms without adding to the count: d may be as long as Nanos::max().
+  const auto ms = d.count() / 1'000'000 + (d.count() % 1'000'000 >= 500'000 ? 1 : 0);
   return fmt::format("{}.{:03}", ms / 1000, ms % 1000);
 }
 

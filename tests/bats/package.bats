@@ -3,8 +3,10 @@
 # (once, in setup_file), which is unpacked with dpkg -x into a scratch root
 # and checked: the binary runs and says its version, and the man page and the
 # bash, zsh and fish completions are where Debian's tools look for them.
-# Needs dpkg-dev and debhelper besides the build dependencies (skipped with a
-# reason without them).
+# The .deb also passes lintian without errors, and the RPM spec is built into
+# a binary RPM with rpmbuild (packaging/build-rpm.sh) whose files are listed.
+# Needs dpkg-dev and debhelper besides the build dependencies, lintian and rpm
+# for their tests (each skipped with a reason without them).
 
 load helpers
 
@@ -29,6 +31,13 @@ setup_file() {
     JOBS=$(nproc) TMPDIR="$BATS_FILE_TMPDIR" timeout 480 \
         "$repo/packaging/build-deb.sh" "$PKG_OUT" >"$BATS_FILE_TMPDIR/deb-path" 2>"$PKG_LOG" || status=$?
     echo "$status" >"$BATS_FILE_TMPDIR/build-status"
+    # The RPM from packaging/bufferlock.spec, built with Debian's rpmbuild.
+    if command -v rpmbuild >/dev/null; then
+        status=0
+        JOBS=$(nproc) TMPDIR="$BATS_FILE_TMPDIR" timeout 480 "$repo/packaging/build-rpm.sh" \
+            "$BATS_FILE_TMPDIR/rpms" >"$BATS_FILE_TMPDIR/rpm-path" 2>"$BATS_FILE_TMPDIR/rpm.log" || status=$?
+        echo "$status" >"$BATS_FILE_TMPDIR/rpm-status"
+    fi
 }
 
 # The .deb that setup_file built, in $DEB; fails with the build's log when
@@ -128,4 +137,30 @@ usr/share/man/man1/bufferlock.1.gz
 usr/share/zsh/vendor-completions/_bufferlock
 EOF
     diff "$T/expected" "$T/files" || fail "unexpected files in the package (see the diff above)"
+}
+
+@test "lintian finds no errors in the .deb (warnings are listed)" {
+    built_deb
+    command -v lintian >/dev/null || skip "lintian is not installed"
+    run lintian --fail-on error --tag-display-limit 0 --display-info "$DEB"
+    # The warnings and notes, for the log (bats shows them on failure; build.sh counts them).
+    printf '# lintian: %s\n' "${lines[@]}" >&3
+    assert_success
+    refute_line --regexp '^E: '
+}
+
+@test "rpmbuild makes a binary RPM holding the binary, the man page and the completions" {
+    command -v rpmbuild >/dev/null || skip "rpmbuild is not installed (Debian package rpm)"
+    local status rpm
+    status=$(cat "$BATS_FILE_TMPDIR/rpm-status")
+    [[ $status -eq 0 ]] || fail "packaging/build-rpm.sh failed ($status): $(tail -n 30 "$BATS_FILE_TMPDIR/rpm.log")"
+    rpm=$(head -n 1 "$BATS_FILE_TMPDIR/rpm-path")
+    assert_equal "$(basename "$rpm")" "bufferlock-$(project_version)-1.$(uname -m).rpm"
+    run rpm -qlp "$rpm"
+    assert_success
+    assert_line /usr/bin/bufferlock
+    assert_line --regexp '^/usr/share/man/man1/bufferlock\.1(\.gz)?$'
+    assert_line /usr/share/bash-completion/completions/bufferlock
+    assert_line /usr/share/zsh/site-functions/_bufferlock
+    assert_line /usr/share/fish/vendor_completions.d/bufferlock.fish
 }

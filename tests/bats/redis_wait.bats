@@ -202,6 +202,16 @@ teardown() { redis_teardown; }
     assert_equal "$(rcli GET "$rk")" sometoken
 }
 
+@test "status: a TTL too long for nanoseconds is shown exactly" {
+    # Found by the RESP fuzz target: PTTL's milliseconds overflowed in nanoseconds.
+    rcli SET "$(redis_key "$K")" sometoken >/dev/null
+    rcli PEXPIREAT "$(redis_key "$K")" 9223370000000000000 >/dev/null
+    run --separate-stderr bl status -r "$REDIS_URL" "$K"
+    assert_failure 75
+    assert_regex "$output" '^held ttl=922336[0-9]{10}\.[0-9]{3}$'
+    assert_equal "$stderr" ""
+}
+
 @test "status: a key without expiry is held ttl=none" {
     rcli SET "$(redis_key "$K")" sometoken >/dev/null
     run --separate-stderr bl status -r "$REDIS_URL" "$K"

@@ -58,4 +58,8 @@ TEST(Duration, FormatsThreeDecimals) {
   EXPECT_EQ(format_seconds(Nanos(0)), "0.000");
   EXPECT_EQ(format_seconds(Nanos(1234567890)), "1.235");
   EXPECT_EQ(format_seconds(Nanos(60s)), "60.000");
+  // Found by the duration fuzz target: rounding overflowed (UB) for the longest durations.
+  EXPECT_EQ(format_seconds(Nanos::max()), "9223372036.855");
+  EXPECT_EQ(format_seconds(Nanos(1'499'999)), "0.001");
+  EXPECT_EQ(format_seconds(Nanos(1'500'000)), "0.002");
 }

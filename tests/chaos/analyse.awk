@@ -1,0 +1,61 @@
+# Reads a chaos log in order and prints one line of counts:
+#   sections=N overlaps=N violations=N outlived=N handovers_after_kill=N
+#   increments_bad=N increments_bad_outlived=N fences=n/a|N fence_violations=N
+# Records: enter TAG READ FENCE | exit TAG WROTE | overlap TAG OTHER (the marker
+# witness) | kill TAG (logged before the SIGKILL is sent) | lost TAG (its
+# bufferlock said the lock was lost) | hung TAG.
+#
+# Two holders at once (the later one entered while the earlier had neither
+# exited nor been killed) are a violation, unless the earlier one's
+# bufferlock reported its lock lost: that holder outlived its lock (a pause
+# longer than the TTL, a restart that lost the key), counted apart.
+{ line++ }
+$1 == "enter" {
+  tag = $2
+  entered[tag] = line
+  read[tag] = $3
+  if (cur != "" && !(cur in exited) && !(cur in killed)) pair(cur, tag)
+  else if (cur != "" && !(cur in exited)) handovers++
+  # the counter: what the previous holder left, or either value if it was killed
+  if (cur == "") ok = ($3 == 0)
+  else if (cur in exited) ok = ($3 == wrote[cur])
+  else ok = ($3 == read[cur] || $3 == read[cur] + 1)
+  # a late write by a holder that outlived its lock shows here, at the next enter
+  if (!ok) { bad_incr[tag] = cur; bad_stray[tag] = stray }
+  stray = ""
+  if ($4 != "-") {
+    fenced++
+    if (last_fence != "" && $4 + 0 <= last_fence + 0) fence_bad++
+    last_fence = $4
+  }
+  cur = tag
+  sections_started++
+}
+$1 == "exit" {
+  exited[$2] = line; wrote[$2] = $3; sections++
+  if ($2 != cur) stray = $2
+}
+$1 == "kill" { killed[$2] = line }
+$1 == "lost" { lost[$2] = 1 }
+$1 == "hung" { hung++ }
+# The marker witness: the other holder was still alive when TAG got the lock
+# (logged before TAG's enter); not an overlap if its kill was logged before.
+$1 == "overlap" {
+  if (!($3 in killed)) pair($3, $2)
+}
+function pair(a, b) { pairs[a SUBSEP b] = 1 }
+END {
+  for (p in pairs) {
+    split(p, ab, SUBSEP)
+    overlaps++
+    if (ab[1] in lost) outlived++
+    else violations++
+  }
+  for (t in bad_incr) {
+    incr++
+    if ((bad_incr[t] in lost) || (t in lost) || (bad_stray[t] in lost)) incr_outlived++
+  }
+  printf "sections=%d overlaps=%d violations=%d outlived=%d handovers_after_kill=%d increments_bad=%d increments_bad_outlived=%d fences=%s fence_violations=%d hung=%d\n",
+    sections, overlaps + 0, violations + 0, outlived + 0, handovers + 0, incr + 0, incr_outlived + 0,
+    (fenced ? fenced : "n/a"), fence_bad + 0, hung + 0
+}
