@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <thread>
 
 namespace bufferlock {
 
@@ -70,24 +71,44 @@ std::string QuorumClient::server() const {
   return s;
 }
 
+void QuorumClient::connect_all(std::vector<std::optional<RedisResult<RedisReply>>>& out) {
+  std::vector<std::size_t> need;
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].conn && members_[i].conn->broken()) members_[i].conn.reset();
+    if (!members_[i].conn) need.push_back(i);
+  }
+  // Every connection (connect, TLS handshake, AUTH, SELECT) at the same time,
+  // one thread each: a silent host costs one connect timeout for the lot,
+  // not one per server, and N handshakes cost about one.
+  std::vector<std::optional<RedisResult<RedisConnection>>> opened(members_.size());
+  auto open = [&](std::size_t i) {
+    opened[i].emplace(RedisConnection::open(members_[i].url, members_[i].url.password, timeouts_));
+  };
+  if (need.size() == 1) {
+    open(need.front());
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(need.size());
+    for (std::size_t i : need)
+      threads.emplace_back(open, i);
+    for (auto& t : threads)
+      t.join();
+  }
+  for (std::size_t i : need) {
+    if (auto* e = std::get_if<RedisError>(&*opened[i]))
+      out[i] = *e;
+    else
+      members_[i].conn.emplace(std::move(std::get<RedisConnection>(*opened[i])));
+  }
+}
+
 std::vector<RedisResult<RedisReply>> QuorumClient::fan_out(const std::vector<std::string_view>& args) {
   const std::size_t n = members_.size();
   std::vector<std::optional<RedisResult<RedisReply>>> out(n);
-  // Connect where needed (a refused or open port answers at once; only a
-  // silent host costs its connect timeout), then write every request.
-  for (std::size_t i = 0; i < n; ++i) {
-    Member& m = members_[i];
-    if (m.conn && m.conn->broken()) m.conn.reset();
-    if (!m.conn) {
-      auto opened = RedisConnection::open(m.url, m.url.password, timeouts_);
-      if (auto* e = std::get_if<RedisError>(&opened)) {
-        out[i] = *e;
-        continue;
-      }
-      m.conn.emplace(std::move(std::get<RedisConnection>(opened)));
-    }
-    if (auto e = m.conn->send(args)) out[i] = *e;
-  }
+  connect_all(out);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!out[i])
+      if (auto e = members_[i].conn->send(args)) out[i] = *e;
   // One poll over all sockets until every reply is in or the time is up.
   const Nanos deadline = deadline_after(timeouts_.io);
   for (;;) {

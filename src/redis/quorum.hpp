@@ -68,6 +68,8 @@ private:
   // One command per member (the same for all), all at once: the replies in
   // member order.
   std::vector<RedisResult<RedisReply>> fan_out(const std::vector<std::string_view>& args);
+  // Opens the members' missing connections in parallel; a failure goes to `out`.
+  void connect_all(std::vector<std::optional<RedisResult<RedisReply>>>& out);
   RedisError no_majority(const std::vector<RedisResult<RedisReply>>& replies) const;
 
   std::vector<Member> members_;

@@ -116,6 +116,22 @@ holders() {
     ((ms >= 900 && ms < 1700)) || fail "took $ms ms"
 }
 
+@test "quorum: connections open in parallel: two servers that stall at SELECT cost one io timeout" {
+    # /1 makes every connection SELECT, a round trip that a paused server
+    # leaves unanswered. The attempt and the clean-up of partial holdings
+    # each open the two: one io timeout each in parallel (~2 s), two each one
+    # after another (~4 s).
+    pause_redis_clients Q2 4000 >/dev/null
+    pause_redis_clients Q3 4000 >/dev/null
+    local t0 ms
+    t0=$(now_us)
+    run --separate-stderr bl -r "${Q1_URL%/0}/1" -r "${Q2_URL%/0}/1" -r "${Q3_URL%/0}/1" --io-timeout 1 "$K" echo ran
+    ms=$(elapsed_ms "$t0")
+    assert_failure 69
+    refute_output ran
+    ((ms >= 1800 && ms < 3200)) || fail "took $ms ms (one after another: ~4000)"
+}
+
 @test "quorum: a TTL shorter than the acquisition is not held and leaves nothing behind" {
     pause_redis_clients Q1 1000 >/dev/null
     pause_redis_clients Q2 1000 >/dev/null
