@@ -57,6 +57,7 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
   std::vector<std::string> keys{o.key};
   keys.insert(keys.end(), o.also.begin(), o.also.end());
   std::vector<std::unique_ptr<Lock>> locks;
+  locks.reserve(keys.size());
   for (const auto& k : keys)
     locks.push_back(make_one_lock(o, lock_dir, k));
   std::vector<std::size_t> order = canonical_order(keys);

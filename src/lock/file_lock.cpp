@@ -264,7 +264,7 @@ Outcome FileLock::acquire_slot(Nanos wait) {
           failed = Outcome::failed(std::move(*error), Recovery::permanent);
           return true;
         }
-        writable[i] = w;
+        writable[i] = static_cast<char>(w);
       }
       if (::flock(fds[i].get(), LOCK_EX | LOCK_NB) == 0) {
         fd_ = std::move(fds[i]);
@@ -333,11 +333,11 @@ std::string FileLock::holder() {
       for (pid_t p : parse_flock_holders(text, s.st_dev, s.st_ino))
         pids.push_back(p);
     }
-    const std::string who = describe_holders(pids);
+    std::string who = describe_holders(pids);
     return "all " + std::to_string(slots_) + " slots held" + (who.empty() ? "" : " by " + who);
   }
   HolderInfo h = file_holder_info(fd.get(), st.st_dev, st.st_ino, text);
-  const std::string who = describe_holders(h.pids);
+  std::string who = describe_holders(h.pids);
   if (who.empty()) return who;
   h.pids.clear(); // said as "pid 12", the wording of flock(1) holders too
   return "held by " + who + holder_fields(h, realtime_ns());

@@ -38,7 +38,7 @@ Outcome MultiLock::acquire(Nanos wait, OnError on_error) {
       left = infinite_duration;
     else if (wait.count() > 0)
       left = std::max(Nanos(0), deadline - monotonic_now()); // 0: one last try
-    const Outcome o = locks_[order_[taken_]]->acquire(left, on_error);
+    Outcome o = locks_[order_[taken_]]->acquire(left, on_error);
     if (o.status != AcquireStatus::acquired) {
       busy_ = order_[taken_];
       release(); // nothing is kept when one is busy
@@ -54,7 +54,7 @@ void MultiLock::release() {
 }
 
 std::string MultiLock::holder() {
-  const std::string h = locks_[busy_]->holder();
+  std::string h = locks_[busy_]->holder();
   if (busy_ == 0) return h;
   std::string out = "'";
   out += display_key(keys_[busy_]);

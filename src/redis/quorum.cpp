@@ -46,7 +46,7 @@ QuorumDecision quorum_decide(std::size_t n, std::size_t acted, std::size_t faile
   return QuorumDecision::busy;
 }
 
-long long quorum_pttl(std::vector<long long> answers, std::size_t n) {
+long long quorum_pttl(const std::vector<long long>& answers, std::size_t n) {
   constexpr long long forever = std::numeric_limits<long long>::max();
   std::vector<long long> held; // -1 (no expiry) counts as the longest
   for (long long t : answers)
@@ -202,7 +202,7 @@ RedisResult<long long> QuorumClient::pttl(std::string_view key) {
   for (const auto& r : replies)
     if (const auto* reply = std::get_if<RedisReply>(&r); reply && (*reply)->type == REDIS_REPLY_INTEGER)
       answers.push_back((*reply)->integer);
-  return quorum_pttl(std::move(answers), replies.size());
+  return quorum_pttl(answers, replies.size());
 }
 
 bool QuorumClient::wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout) {

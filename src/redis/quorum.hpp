@@ -37,7 +37,7 @@ QuorumDecision quorum_decide(std::size_t n, std::size_t acted, std::size_t faile
 // replies of those that answered (-2: not held there, -1: no expiry): the
 // majority's shortest, -1 when a majority has no expiry, -2 when no
 // majority holds it.
-long long quorum_pttl(std::vector<long long> answers, std::size_t n);
+long long quorum_pttl(const std::vector<long long>& answers, std::size_t n);
 
 class QuorumClient {
 public:

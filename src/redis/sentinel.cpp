@@ -5,6 +5,9 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <system_error>
 
 namespace bufferlock {
 
@@ -32,8 +35,12 @@ RedisResult<std::optional<RedisUrl::Address>> ask_sentinel(const RedisUrl& url, 
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
       r->element[1]->type != REDIS_REPLY_STRING)
     return redis_error(K::protocol, "unexpected reply to SENTINEL get-master-addr-by-name");
-  const int port = std::atoi(r->element[1]->str);
-  if (port <= 0 || port > 65535) return redis_error(K::protocol, "the sentinel gave a bad master port");
+  int port = 0;
+  const std::string_view port_text(r->element[1]->str, r->element[1]->len);
+  const auto parsed = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (parsed.ec != std::errc() || parsed.ptr != port_text.data() + port_text.size() || port <= 0 ||
+      port > 65535)
+    return redis_error(K::protocol, "the sentinel gave a bad master port");
   return std::optional<RedisUrl::Address>(RedisUrl::Address{r->element[0]->str, port});
 }
 

@@ -11,11 +11,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string redacted = redact_url(text);
   const auto parsed = parse_redis_url(text);
   if (const auto* url = std::get_if<RedisUrl>(&parsed)) {
-    if (url->transport == RedisUrl::Transport::tcp) {
+    switch (url->transport) {
+    case RedisUrl::Transport::tcp:
       fuzz::check(url->port >= 1 && url->port <= 65535, "port out of range");
       fuzz::check(!url->host.empty(), "empty host");
-    } else {
-      fuzz::check(!url->socket_path.empty(), "empty socket path");
+      break;
+    case RedisUrl::Transport::unix_socket: fuzz::check(!url->socket_path.empty(), "empty socket path"); break;
+    case RedisUrl::Transport::sentinel:
+      fuzz::check(!url->sentinels.empty(), "a sentinel URL without sentinels");
+      for (const auto& s : url->sentinels) {
+        fuzz::check(s.port >= 1 && s.port <= 65535, "sentinel port out of range");
+        fuzz::check(!s.host.empty(), "empty sentinel host");
+      }
+      fuzz::check(!url->master_name.empty(), "a sentinel URL without MASTER");
+      break;
     }
     fuzz::check(url->db >= 0, "negative database");
     const std::string shown = url->display();
