@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev)
-test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux procps iproute2 python3 time
+test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux tmux procps iproute2 python3 time
   redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper
   build-essential clang-14 libfuzzer-14-dev clang-tidy-14 cppcheck gcovr lintian rpm)
 jobs=${JOBS:-$(nproc)}

@@ -3,6 +3,7 @@
 #include "lock/file_lock.hpp"
 #include "lock/multi_lock.hpp"
 #include "lock/redis_lock.hpp"
+#include "lock/wait_display.hpp"
 #include "messages.hpp"
 #include "util/clock.hpp"
 
@@ -69,8 +70,12 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
   // --fail-open means running without the lock when the backend fails; an
   // infinite wait that retried a dead backend would never get there.
   const bool fail_open = o.fail_open && (o.command == Command::run || o.command == Command::cache);
+  // Shown only if the wait's first try is busy (wait_line_begin).
+  WaitDisplay display(o.key, start, o.wait, o.verbosity,
+                      o.command == Command::cache ? WaitFor::build : WaitFor::lock, lock);
   const Outcome outcome =
       lock.acquire(o.wait, fail_open && o.wait == infinite_duration ? OnError::stop : OnError::retry);
+  display.clear(); // before any message, and before the command's output
   switch (outcome.status) {
   case AcquireStatus::acquired:
     diag::debug_lazy([&] {

@@ -1,5 +1,6 @@
 #include "lock/backoff.hpp"
 
+#include "lock/wait_display.hpp"
 #include "util/clock.hpp"
 #include "util/random.hpp"
 
@@ -24,6 +25,7 @@ Nanos jittered(Nanos d, std::uint32_t random) {
 Outcome poll_until(Nanos wait, OnError on_error, Backoff backoff, const std::function<Outcome()>& attempt,
                    const std::function<void(Nanos)>& pause) {
   const Nanos deadline = deadline_after(wait);
+  bool first = true, show = false;
   for (;;) {
     Outcome outcome = attempt();
     if (outcome.status == AcquireStatus::acquired || wait.count() <= 0) return outcome;
@@ -33,7 +35,13 @@ Outcome poll_until(Nanos wait, OnError on_error, Backoff backoff, const std::fun
       return outcome;
     const Nanos now = monotonic_now();
     if (now >= deadline) return outcome;
-    const Nanos sleep = std::min(jittered(backoff.next(), random_u32()), deadline - now);
+    if (first)
+      show = wait_line_begin();
+    else if (show)
+      wait_line_tick();
+    first = false;
+    Nanos sleep = std::min(jittered(backoff.next(), random_u32()), deadline - now);
+    if (show) sleep = std::min(sleep, wait_line_period); // redraw at least that often
     pause(std::max(sleep, Nanos(1000)));
   }
 }

@@ -1,6 +1,7 @@
 #include "lock/file_lock.hpp"
 
 #include "lock/proc_locks.hpp"
+#include "lock/wait_display.hpp"
 #include "messages.hpp"
 #include "util/clock.hpp"
 #include "util/files.hpp"
@@ -41,17 +42,34 @@ constexpr int recheck_ms = 2;
 constexpr int fallback_poll_ms = 10;
 
 // Blocks in flock(2) until the lock is ours or `deadline` (monotonic) passes:
-// 0, ETIMEDOUT, or the errno of the failure.
-int block_in_flock(int fd, int op, Nanos wait, Nanos deadline) {
+// 0, ETIMEDOUT, or the errno of the failure. The timer interrupts it at the
+// deadline and, while the wait line is shown, every wait_line_period before.
+int block_in_flock(int fd, int op, Nanos deadline) {
+  const bool show = wait_line_begin();
   std::optional<InterruptTimer> timer;
-  if (deadline != infinite_duration) {
-    timer.emplace(wait, timer_interval);
-    if (!timer->armed()) return errno;
-  }
+  bool last_stretch = false; // the timer is set for the deadline itself
+  auto arm = [&](Nanos now) {
+    if (show && (deadline == infinite_duration || deadline - now > wait_line_period)) {
+      timer.emplace(wait_line_period, wait_line_period);
+    } else if (deadline != infinite_duration) {
+      timer.reset(); // restores the SIGALRM action before the next one takes it
+      timer.emplace(deadline - now, timer_interval);
+      last_stretch = true;
+    } else {
+      return true;
+    }
+    return timer->armed();
+  };
+  if (!arm(monotonic_now())) return errno;
   for (;;) {
     if (::flock(fd, op) == 0) return 0;
     if (errno != EINTR) return errno;
-    if (timer && monotonic_now() >= deadline) return ETIMEDOUT;
+    const Nanos now = monotonic_now();
+    if (deadline != infinite_duration && now >= deadline) return ETIMEDOUT;
+    if (!show) continue;
+    wait_line_tick();
+    if (!last_stretch && deadline != infinite_duration && deadline - now <= wait_line_period && !arm(now))
+      return errno;
   }
 }
 
@@ -237,7 +255,7 @@ Outcome FileLock::acquire(Nanos wait, OnError /*on_error: flock errors are all p
     fd_.reset();
     return Outcome::busy();
   }
-  const int err = block_in_flock(fd_.get(), op, wait, deadline_after(wait));
+  const int err = block_in_flock(fd_.get(), op, deadline_after(wait));
   if (err == ETIMEDOUT) {
     fd_.reset();
     return Outcome::busy();
@@ -291,9 +309,11 @@ Outcome FileLock::acquire_slot(Nanos wait) {
     watch.reset();
   const std::string prefix = md5_hex(key_);
   const Nanos deadline = deadline_after(wait);
-  bool recheck = false;
+  bool recheck = false, first = true, show = false;
   for (;;) {
     if (try_all()) return done();
+    if (first) show = wait_line_begin();
+    first = false;
     for (;;) {
       const Nanos now = monotonic_now();
       if (now >= deadline) return Outcome::busy();
@@ -303,8 +323,12 @@ Outcome FileLock::acquire_slot(Nanos wait) {
             static_cast<int>(std::min<std::int64_t>((deadline - now).count() / 1'000'000 + 1, 1 << 30));
       if (recheck || !watch)
         timeout_ms = std::min(timeout_ms < 0 ? 1 << 30 : timeout_ms, watch ? recheck_ms : fallback_poll_ms);
+      if (show) // redraw the wait line
+        timeout_ms = std::min(timeout_ms < 0 ? 1 << 30 : timeout_ms,
+                              static_cast<int>(wait_line_period.count() / 1'000'000));
       pollfd pfd{watch.get(), POLLIN, 0};
       const int ready = ::poll(&pfd, watch ? 1 : 0, timeout_ms);
+      if (show) wait_line_tick();
       if (ready < 0 && errno != EINTR)
         return Outcome::failed(message(Msg::lock_failed, {{"path", path_}, {"error", errno_text(errno)}}),
                                Recovery::permanent);

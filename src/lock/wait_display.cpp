@@ -1,0 +1,181 @@
+#include "lock/wait_display.hpp"
+
+#include "messages.hpp"
+#include "util/clock.hpp"
+#include "util/fd.hpp"
+#include "util/progress_line.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace bufferlock {
+
+namespace {
+
+WaitDisplay* current = nullptr;
+
+// A tick this much early still redraws: timers and back-off pauses do not
+// wake exactly on the second.
+constexpr Nanos tick_slack = std::chrono::milliseconds(100);
+
+std::size_t terminal_width() {
+  winsize ws{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+// "since=192.500" -> "for 3m12s"; "ttl=3.000" -> "ttl 3s".
+std::string seconds_words(std::string_view prefix, std::string_view value) {
+  const double s = std::strtod(std::string(value).c_str(), nullptr);
+  if (!(s >= 0) || s > 1e12) return std::string(prefix) + std::string(value);
+  return std::string(prefix) + short_duration(Nanos(static_cast<std::int64_t>(s * 1e9)));
+}
+
+} // namespace
+
+std::string process_command(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/comm";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  char buf[64];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n <= 0) return {};
+  std::string_view name(buf, static_cast<std::size_t>(n));
+  if (name.ends_with('\n')) name.remove_suffix(1);
+  return diag::printable(name);
+}
+
+std::string describe_holder(std::string_view holder, std::string (*command_of)(pid_t)) {
+  const bool remote = holder.find("host=") != std::string_view::npos;
+  auto with_command = [&](std::string_view pid_text) {
+    std::string out(pid_text);
+    if (remote || !command_of || pid_text.empty() ||
+        pid_text.find_first_not_of("0123456789") != pid_text.npos)
+      return out;
+    const std::string cmd =
+        command_of(static_cast<pid_t>(std::strtol(std::string(pid_text).c_str(), nullptr, 10)));
+    if (!cmd.empty()) out.append(" (").append(cmd).append(")");
+    return out;
+  };
+  std::string out;
+  std::string_view prev;
+  for (std::size_t at = 0; at <= holder.size();) {
+    std::size_t end = holder.find(' ', at);
+    if (end == std::string_view::npos) end = holder.size();
+    const std::string_view word = holder.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    std::string said;
+    const std::size_t eq = word.find('=');
+    const std::string_view name = eq == word.npos ? word : word.substr(0, eq);
+    const std::string_view value = eq == word.npos ? std::string_view() : word.substr(eq + 1);
+    if (eq == word.npos) {
+      said = prev == "pid" ? with_command(word) : std::string(word);
+    } else if (name == "pid") {
+      said = value.find(',') == value.npos ? "pid " + with_command(value) : "pids " + std::string(value);
+    } else if (name == "host") {
+      said = "on " + std::string(value);
+    } else if (name == "since") {
+      said = seconds_words("for ", value);
+    } else if (name == "ttl") {
+      said = seconds_words("ttl ", value);
+    } else if (name == "fence") {
+      said = "fence " + std::string(value);
+    } else {
+      said = std::string(word);
+    }
+    if (!out.empty()) out += name == "fence" ? ", " : " ";
+    out += said;
+    prev = word;
+  }
+  return out;
+}
+
+bool wait_line_begin() { return current && current->begin(); }
+
+void wait_line_tick() {
+  if (current) current->tick(false);
+}
+
+WaitDisplay::WaitDisplay(std::string_view key, Nanos start, Nanos wait, diag::Verbosity verbosity,
+                         WaitFor what, Lock& lock)
+    : key_(key), wait_(wait), verbosity_(verbosity), what_(what), lock_(lock), start_(start) {
+  current = this;
+}
+
+WaitDisplay::~WaitDisplay() {
+  clear();
+  if (current == this) current = nullptr;
+}
+
+bool WaitDisplay::begin() {
+  if (state_ == State::undecided) {
+    // -q: nothing; -v: its own lines instead; not a terminal: as before.
+    state_ = verbosity_ == diag::Verbosity::normal && ::isatty(STDERR_FILENO) ? State::on : State::off;
+    if (state_ == State::on) {
+      const char* term = ::getenv("TERM");
+      dumb_ = !term || !*term || std::string_view(term) == "dumb";
+      tick(true);
+    }
+  }
+  return state_ == State::on;
+}
+
+void WaitDisplay::tick(bool force) {
+  if (state_ != State::on) return;
+  const Nanos now = monotonic_now();
+  if (!force && now - last_draw_ < wait_line_period - tick_slack) return;
+  last_draw_ = now;
+  const std::string key = display_key(key_);
+  std::string holder = describe_holder(lock_.holder(), process_command);
+  // A build is "by pid 12", a lock "held by pid 12".
+  if (what_ == WaitFor::build && holder.starts_with("held by ")) holder.erase(0, 5);
+  std::string tail = short_duration(now - start_);
+  if (wait_ != infinite_duration) tail += " / " + short_duration(wait_);
+  const std::string text = fit_progress_line(
+      {what_ == WaitFor::build ? "bufferlock: waiting for the build of" : "bufferlock: waiting for", key,
+       holder, tail},
+      terminal_width());
+  const std::size_t cols = text_columns(text);
+  // "\r" LINE, then the rest of a longer previous line cleared: by the
+  // terminal (EL), or on a dumb one by spaces.
+  std::string out;
+  out.reserve(text.size() + 8);
+  out.append("\r").append(text);
+  if (!dumb_)
+    out += "\033[K";
+  else if (drawn_columns_ > cols)
+    out.append(drawn_columns_ - cols, ' ');
+  write_out(out);
+  drawn_columns_ = dumb_ ? std::max(cols, drawn_columns_) : cols;
+}
+
+void WaitDisplay::clear() {
+  if (drawn_columns_ == 0) return;
+  if (dumb_) {
+    std::string blank(drawn_columns_ + 2, ' ');
+    blank.front() = blank.back() = '\r';
+    write_out(blank);
+  } else {
+    write_out("\r\033[K");
+  }
+  drawn_columns_ = 0;
+}
+
+// One write(2) where the terminal allows; SIGALRM (the flock timer) may
+// interrupt it.
+void WaitDisplay::write_out(std::string_view bytes) const {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+} // namespace bufferlock

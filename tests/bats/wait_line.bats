@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# The wait line (SPEC §5): on a terminal, one line redrawn in place while
+# bufferlock waits; nothing when stderr is not a terminal, under -q or -v.
+# Terminals are real pseudo-terminals: tmux for what a person sees
+# (capture-pane), script(1) for the bytes written.
+
+load redis_helpers
+load cache_helpers
+
+setup_file() { redis_setup_file; }
+teardown_file() { redis_teardown_file; }
+setup() {
+    cache_setup
+    redis_reset_shared
+    export TMUX_TMPDIR="$T" # a private tmux server per test
+}
+teardown() {
+    tmux -L wl kill-server 2>/dev/null || true
+    track_descendants
+    redis_teardown
+}
+
+# on_screen COMMAND: run COMMAND in a detached 100x10 tmux window.
+on_screen() {
+    tmux -L wl -f /dev/null new-session -d -x 100 -y 10 "$1; sleep 30"
+}
+
+screen() { tmux -L wl capture-pane -p; }
+
+# wait_screen REGEX: the window shows a match within 5 s.
+wait_screen() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        screen | grep -Eq -- "$1" && return 0
+        sleep 0.1
+    done
+    fail "the screen never showed /$1/: $(screen)"
+}
+
+# typescript ARGS...: bufferlock ARGS under script(1); the bytes it wrote to
+# its terminal in $T/tty.
+typescript() {
+    local cmd
+    printf -v cmd '%q ' "$BL" "$@"
+    script -qfec "$cmd" /dev/null >"$T/tty" </dev/null
+}
+
+@test "file: the line names the holder's pid; then it is gone and the command's output starts the line" {
+    bl_hold_lock "$D" "$K"
+    on_screen "$(printf '%q ' "$BL" -w 10m -d "$D" "$K" echo OUTPUT)"
+    wait_screen "^bufferlock: waiting for '$K' \(held by pid $HOLDER_PID \([a-z]+\) for [0-9]+s, fence 1\) [0-9]+s / 10m$"
+    screen >"$BATS_TEST_TMPDIR/capture" # for the record
+    release_lock
+    wait_screen '^OUTPUT$'
+    assert_equal "$(screen | head -n 1)" "OUTPUT"
+}
+
+@test "file: the bytes: redrawn with CR, cleared with CR EL before the output; a timeout clears it too" {
+    "$BL" -d "$D" "$K" sleep 1.5 </dev/null >/dev/null 2>&1 &
+    track_pid $!
+    wait_until_held "$D" "$K" $!
+    typescript -w 5 -d "$D" "$K" echo done
+    grep -q "waiting for '$K' (held by pid" "$T/tty" || fail "no line: $(cat -v "$T/tty")"
+    [[ $(<"$T/tty") == *$'\r\e[K'done$'\r' ]] || fail "not cleared before the output: $(cat -v "$T/tty")"
+    bl_hold_lock "$D" "$K"
+    run typescript -w 1 -d "$D" "$K" echo never
+    [[ $(<"$T/tty") == $'\r'bufferlock:*$'\r\e[K' ]] || fail "left behind: $(cat -v "$T/tty")"
+}
+
+@test "TERM=dumb: no escape sequences, the line is blanked with spaces" {
+    bl_hold_lock "$D" "$K"
+    TERM=dumb typescript -w 1 -d "$D" "$K" true || true
+    grep -q "waiting for '$K'" "$T/tty" || fail "no line: $(cat -v "$T/tty")"
+    ! grep -q $'\e' "$T/tty" || fail "escape sequences: $(cat -v "$T/tty")"
+    [[ $(<"$T/tty") == *"   "$'\r' ]] || fail "not blanked: $(cat -v "$T/tty")"
+}
+
+@test "-q draws nothing; -v keeps its own lines; a file or pipe gets nothing new" {
+    bl_hold_lock "$D" "$K"
+    typescript -q -w 1 -d "$D" "$K" true || true
+    assert_equal "$(cat -v "$T/tty")" ""
+    typescript -v -w 1 -d "$D" "$K" true || true
+    ! grep -q $'\r'bufferlock "$T/tty" || fail "a wait line under -v: $(cat -v "$T/tty")"
+    grep -q "gave up waiting" "$T/tty" || fail "no -v line: $(cat -v "$T/tty")"
+    run bl -w 1 -d "$D" "$K" true 2>"$T/err"
+    assert_failure 75
+    assert_equal "$(cat -v "$T/err")" ""
+    bl -v -w 1 -d "$D" "$K" true 2>"$T/err" || true
+    ! grep -q $'\r' "$T/err" || fail "CR in a file: $(cat -v "$T/err")"
+}
+
+@test "redis: the line says who holds it; cleared when taken" {
+    bl_bg --redis "$REDIS_URL" "$K" sleep 3
+    wait_for_key_state REDIS "$(redis_key "$K")" present || fail "the holder never took the lock"
+    on_screen "$(printf '%q ' "$BL" --redis "$REDIS_URL" -w 10m "$K" echo OUTPUT)"
+    wait_screen "^bufferlock: waiting for '$K' \(held by [^)]*\) [0-9]+s / 10m$"
+    wait_screen '^OUTPUT$'
+    assert_equal "$(screen | head -n 1)" "OUTPUT"
+}
+
+@test "cache: a caller waiting for a build names the builder's pid" {
+    "$BL" cache --cache-dir "$C" "$K" sh -c 'sleep 2; echo built' </dev/null >/dev/null 2>&1 &
+    local builder=$!
+    track_pid "$builder"
+    wait_until_held "$C/locks" "$K" "$builder"
+    on_screen "$(printf '%q ' "$BL" cache --cache-dir "$C" -w 10m "$K" sh -c 'echo rebuilt')"
+    wait_screen "^bufferlock: waiting for the build of '$K' \(by pid $builder \(bufferlock\) for [0-9]+s, fence 1\) [0-9]+s / 10m$"
+    wait_screen '^built$'
+    assert_equal "$(screen | head -n 1)" "built"
+}
