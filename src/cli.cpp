@@ -935,7 +935,6 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if ((given(p, Opt::slots) || o.slots != 1) && o.redis.quorum.size() > 1)
       usage(Msg::usage_not_yet_redis, {{"option", "--slots"}});
     if (o.command == Command::list) usage(Msg::usage_not_yet_redis, {{"option", "bufferlock list"}});
-    if (!o.also.empty()) usage(Msg::usage_not_yet_redis, {{"option", "--also"}});
   }
   if (o.backend == Backend::file &&
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
