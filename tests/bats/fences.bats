@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Fences and holder records of the file backend (SPEC §14).
+# Fences and holder records, file and Redis backends (SPEC §14).
 
 load redis_helpers
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# --slots N: a counting semaphore on the file backend (SPEC §14).
+# --slots N: a counting semaphore, file and Redis backends (SPEC §14).
 
 load redis_helpers
 
