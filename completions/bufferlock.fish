@@ -128,7 +128,7 @@ complete -c bufferlock -n __bufferlock_first_word -a status -d 'tell whether the
 complete -c bufferlock -n __bufferlock_first_word -a acquire -d 'redis: take the lock, print its token'
 complete -c bufferlock -n __bufferlock_first_word -a release -d 'redis: release the lock held with TOKEN'
 complete -c bufferlock -n __bufferlock_first_word -a extend -d 'redis: reset the TTL of the lock held with TOKEN'
-complete -c bufferlock -n __bufferlock_first_word -a list -d 'file: every lock held now, its KEY and holder'
+complete -c bufferlock -n __bufferlock_first_word -a list -d 'every lock held now, its KEY and holder'
 
 # The command after KEY.
 complete -c bufferlock -n __bufferlock_in_command -xa '(__bufferlock_complete_command)'

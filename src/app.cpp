@@ -7,6 +7,7 @@
 #include "lock/acquire.hpp"
 #include "lock/file_list.hpp"
 #include "lock/file_lock.hpp"
+#include "lock/redis_list.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
@@ -81,9 +82,19 @@ int cmd_status(const Options& o) {
 }
 
 int cmd_list(const Options& o) {
-  const std::string dir = o.dir.empty() ? default_lock_dir(::getenv("XDG_RUNTIME_DIR")) : o.dir;
   std::optional<std::string> error;
-  const std::string lines = list_file_locks(dir, error);
+  std::string lines;
+  if (o.backend == Backend::redis) {
+    // As for a lock (make_lock): a server gone away gives EPIPE, not death.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
+    lines = list_redis_locks(o.redis, error);
+  } else {
+    const std::string dir = o.dir.empty() ? default_lock_dir(::getenv("XDG_RUNTIME_DIR")) : o.dir;
+    lines = list_file_locks(dir, error);
+  }
   if (error) {
     diag::error(*error);
     return o.error_exit;

@@ -930,11 +930,12 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   else
     choose_backend(p, getenv);
   if (o.backend == Backend::redis) {
-    // Slots, fences, --also and list are the file backend's for now: the
-    // Redis scripts that implement them come next (SPEC §14).
-    if (o.command == Command::list) usage(Msg::usage_not_yet_redis, {{"option", "bufferlock list"}});
-    if (given(p, Opt::slots) || o.slots != 1) usage(Msg::usage_not_yet_redis, {{"option", "--slots"}});
-    if (!o.also.empty()) usage(Msg::usage_not_yet_redis, {{"option", "--also"}});
+    // Slots and list over a quorum are not there yet (SPEC §14); the token
+    // subcommands refuse --slots earlier (check_slots_and_keys).
+    if ((given(p, Opt::slots) || o.slots != 1) && o.redis.quorum.size() > 1)
+      usage(Msg::usage_not_yet_redis, {{"option", "--slots"}});
+    if (o.command == Command::list && o.redis.quorum.size() > 1)
+      usage(Msg::usage_not_yet_redis, {{"option", "bufferlock list"}});
   }
   if (o.backend == Backend::file &&
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {

@@ -53,7 +53,7 @@ Examples:
   bufferlock acquire [OPTIONS] KEY                 redis: take the lock, print its token
   bufferlock release [OPTIONS] KEY TOKEN           redis: release the lock held with TOKEN
   bufferlock extend [OPTIONS] KEY TOKEN            redis: reset the TTL of the lock held with TOKEN
-  bufferlock list [OPTIONS]                        file: every lock held now, its KEY and holder
+  bufferlock list [OPTIONS]                        every lock held now, its KEY and holder
   bufferlock --help | --version | --list-messages
 
 Takes a named lock for KEY, then runs COMMAND, or skips it when someone else

@@ -42,7 +42,7 @@ std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_di
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
-    return std::make_unique<RedisLock>(o.redis, key);
+    return std::make_unique<RedisLock>(o.redis, key, o.slots);
   }
   const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
   if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, key, mode, o.slots);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 namespace bufferlock {
@@ -90,6 +91,36 @@ void MultiLock::export_env() const {
   }
   ::setenv("BUFFERLOCK_ALSO_SLOT", slots.c_str(), 1);
   ::setenv("BUFFERLOCK_ALSO_FENCE", fences.c_str(), 1);
+}
+
+std::optional<Ticker> MultiLock::keepalive() {
+  struct Member {
+    Ticker ticker;
+    Nanos due; // monotonic; infinite_duration: never again
+  };
+  auto members = std::make_shared<std::vector<Member>>();
+  const Nanos start = monotonic_now();
+  Nanos first = infinite_duration;
+  for (std::size_t i : order_) {
+    if (auto t = locks_[i]->keepalive()) {
+      const Nanos interval = t->interval;
+      first = std::min(first, interval);
+      members->push_back({std::move(*t), start + interval});
+    }
+  }
+  if (members->empty()) return std::nullopt;
+  return Ticker{first, [members](pid_t child) {
+                  const Nanos now = monotonic_now();
+                  Nanos next = infinite_duration;
+                  for (Member& m : *members) {
+                    if (m.due <= now) {
+                      const Nanos d = m.ticker.tick(child);
+                      m.due = d == infinite_duration ? d : now + d;
+                    }
+                    if (m.due != infinite_duration) next = std::min(next, std::max(Nanos(0), m.due - now));
+                  }
+                  return next;
+                }};
 }
 
 std::vector<int> MultiLock::inheritable_fds() const {

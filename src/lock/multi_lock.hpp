@@ -39,6 +39,10 @@ public:
   std::vector<int> inheritable_fds() const override;
   unsigned slot() const override { return locks_.front()->slot(); }
   std::optional<std::uint64_t> fence() const override { return locks_.front()->fence(); }
+  // One ticker over the members' (Redis renewal): each member's tick runs
+  // when it is due; a member that finds its lock lost acts as a lone lock
+  // would (warns, --on-lost term), so a lost member is a lost lock.
+  std::optional<Ticker> keepalive() override;
 
 private:
   std::vector<std::unique_ptr<Lock>> locks_;

@@ -1,6 +1,7 @@
 #include "lock/redis_lock.hpp"
 
 #include "lock/backoff.hpp"
+#include "lock/file_lock.hpp"
 #include "messages.hpp"
 #include "redis/cluster.hpp"
 #include "redis/scripts.hpp"
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +27,67 @@ namespace {
 // its BLPOP; after that, waiters fall back to polling anyway.
 constexpr std::string_view wake_ttl_ms = "2000";
 
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+std::string reply_text(const redisReply* r) {
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) return std::string(r->str, r->len);
+  if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+  return {};
+}
+
+template <class T> std::optional<T> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return std::nullopt;
+  return static_cast<T>(v);
+}
+
 } // namespace
+
+std::string redis_holder_key(std::string_view slot_key) { return companion_key(slot_key, ":holder"); }
+
+RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
+                                                           const std::vector<std::string>& slot_keys) {
+  std::vector<std::string> keys;
+  keys.reserve(2 * slot_keys.size());
+  for (const auto& k : slot_keys) {
+    keys.push_back(k);
+    keys.push_back(redis_holder_key(k));
+  }
+  auto reply = client.eval(status_slots_script, keys, {});
+  if (auto* e = std::get_if<RedisError>(&reply)) return *e;
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 * slot_keys.size())
+    return redis_error(RedisError::Kind::protocol, "unexpected reply to the status script");
+  std::vector<RedisSlotState> out(slot_keys.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    redisReply* const* f = r->element + 6 * i;
+    if (f[0]->type != REDIS_REPLY_INTEGER)
+      return redis_error(RedisError::Kind::protocol, "unexpected reply to the status script");
+    out[i].pttl = f[0]->integer;
+    HolderInfo& h = out[i].holder;
+    if (auto pid = parse_number<pid_t>(reply_text(f[1]))) h.pids.push_back(*pid);
+    h.host = reply_text(f[2]);
+    h.since_ns = parse_number<std::int64_t>(reply_text(f[3]));
+    h.fence = parse_number<std::uint64_t>(reply_text(f[4]));
+    if (f[5]->type == REDIS_REPLY_STRING && f[5]->len > 0) h.key = reply_text(f[5]);
+  }
+  return out;
+}
+
+std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns) {
+  // From the milliseconds as they are: in nanoseconds a TTL Redis accepts (up to
+  // ~292 million years) would overflow.
+  std::string ttl =
+      s.pttl == -1 ? std::string(" ttl=none") : fmt::format(" ttl={}.{:03}", s.pttl / 1000, s.pttl % 1000);
+  return ttl + holder_fields(s.holder, now_ns);
+}
 
 std::string redis_lock_key(const RedisSettings& settings, std::string_view key) {
   if (settings.hash_tag) return "{" + settings.key_prefix + "}" + md5_hex(key);
@@ -34,13 +96,23 @@ std::string redis_lock_key(const RedisSettings& settings, std::string_view key) 
 
 long long round_to_ms(Nanos d) { return std::max<long long>(1, (d.count() + 500'000) / 1'000'000); }
 
-RedisLock::RedisLock(const RedisSettings& settings, std::string_view key)
-    : settings_(settings), display_key_(display_key(key)), key_(redis_lock_key(settings, key)),
+RedisLock::RedisLock(const RedisSettings& settings, std::string_view key, unsigned slots)
+    : settings_(settings), display_key_(display_key(key)), key_text_(key),
+      key_(redis_lock_key(settings, key)), slots_(std::max(1u, slots)),
       // In the lock key's slot, so that the release script runs on a cluster.
       wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
       client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}) {
   if (settings.quorum.size() > 1)
     quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
+  // Every key of the lock in its hash slot, so that one script takes a slot,
+  // counts the fence and writes the record, on a cluster too (SPEC §13).
+  acquire_keys_.push_back(companion_key(key_, ":fence"));
+  for (unsigned i = 0; i < slots_; ++i) {
+    slot_keys_.push_back(i == 0 ? key_ : companion_key(key_, ":slot:" + std::to_string(i)));
+    holder_keys_.push_back(redis_holder_key(slot_keys_.back()));
+    acquire_keys_.push_back(slot_keys_.back());
+    acquire_keys_.push_back(holder_keys_.back());
+  }
 }
 
 std::string RedisLock::server() const { return quorum_ ? quorum_->server() : settings_.url.display(); }
@@ -59,11 +131,17 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     confirmed_at_ = started;
     return Outcome::acquired();
   }
-  auto reply = client_.script(acquire_script, key_, wake_key_, token_, ttl_ms_);
+  const std::string record = std::to_string(::getpid()) + '\n' + host_name() + '\n' +
+                             std::to_string(realtime_ns()) + '\n' + key_text_;
+  auto reply = client_.eval(acquire_slots_script, acquire_keys_, {token_, ttl_ms_, record});
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type == REDIS_REPLY_STATUS && std::string_view(r->str, r->len) == "OK") {
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+      r->element[1]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
+      r->element[0]->integer < static_cast<long long>(slots_)) {
     confirmed_at_ = started; // the TTL started no earlier than this
+    slot_ = static_cast<unsigned>(r->element[0]->integer);
+    fence_ = static_cast<std::uint64_t>(r->element[1]->integer);
     return Outcome::acquired();
   }
   if (r->type == REDIS_REPLY_NIL) return Outcome::busy();
@@ -107,10 +185,13 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
       [&] { return try_once(on_attempt_error); }, [this](Nanos d) { pause(d); });
 }
 
-RedisResult<bool> RedisLock::compare_script(const RedisScript& script, std::string_view ms) {
-  if (quorum_) return quorum_->compare(script, key_, wake_key_, token_, ms);
+RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms) {
+  if (quorum_) return quorum_->compare(release ? release_script : renew_script, key_, wake_key_, token_, ms);
+  const std::string& slot_key = slot_keys_[slot_];
+  const std::string& holder_key = holder_keys_[slot_];
   auto once = [&]() -> RedisResult<bool> {
-    auto reply = client_.script(script, key_, wake_key_, token_, ms);
+    auto reply = release ? client_.eval(release_slot_script, {slot_key, wake_key_, holder_key}, {token_, ms})
+                         : client_.eval(renew_slot_script, {slot_key, holder_key}, {token_, ms});
     if (auto* e = std::get_if<RedisError>(&reply)) return *e;
     const redisReply* r = std::get<RedisReply>(reply).get();
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -146,9 +227,9 @@ RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLo
   return last;
 }
 
-RedisResult<bool> RedisLock::release_token() { return compare_script(release_script, wake_ttl_ms); }
+RedisResult<bool> RedisLock::release_token() { return compare_script(true, wake_ttl_ms); }
 
-RedisResult<bool> RedisLock::extend_token() { return compare_script(renew_script, ttl_ms_); }
+RedisResult<bool> RedisLock::extend_token() { return compare_script(false, ttl_ms_); }
 
 void RedisLock::release() {
   if (lost_) return; // not ours any more: nothing to delete
@@ -169,25 +250,35 @@ LockStatus RedisLock::status() {
     return LockStatus{
         LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
-  long long ttl = -2;
   if (quorum_) {
     auto t = quorum_->pttl(key_);
     if (auto* e = std::get_if<RedisError>(&t)) return failed(*e);
-    ttl = std::get<long long>(t);
-  } else {
-    auto reply = client_.command(key_, {"PTTL", key_});
-    if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-    const redisReply* r = std::get<RedisReply>(reply).get();
-    if (r->type != REDIS_REPLY_INTEGER)
-      return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
-    ttl = r->integer;
+    const long long ttl = std::get<long long>(t);
+    if (ttl == -2) return {LockState::free, {}, {}};
+    if (ttl < -1) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+    return {LockState::held, redis_status_fields({ttl, {}}, 0), {}};
   }
-  if (ttl == -2) return {LockState::free, {}, {}};
-  if (ttl == -1) return {LockState::held, " ttl=none", {}};
-  if (ttl < 0) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
-  // From the milliseconds as they are: in nanoseconds a TTL Redis accepts (up to
-  // ~292 million years) would overflow.
-  return {LockState::held, fmt::format(" ttl={}.{:03}", ttl / 1000, ttl % 1000), {}};
+  auto states = redis_slot_states(client_, slot_keys_);
+  if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
+  const auto& slots = std::get<std::vector<RedisSlotState>>(states);
+  unsigned taken = 0;
+  std::string pids;
+  for (const auto& st : slots) {
+    if (st.pttl < -2) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
+    if (st.pttl == -2) continue;
+    ++taken;
+    for (pid_t p : st.holder.pids)
+      pids += (pids.empty() ? " pid=" : ",") + std::to_string(p);
+  }
+  const bool held = taken == slots_;
+  if (slots_ == 1)
+    return {held ? LockState::held : LockState::free,
+            held ? redis_status_fields(slots[0], realtime_ns()) : "",
+            {}};
+  // As the file backend: how many are taken, and by whom once all are.
+  return {held ? LockState::held : LockState::free,
+          " slots=" + std::to_string(taken) + "/" + std::to_string(slots_) + (held ? pids : ""),
+          {}};
 }
 
 std::string RedisLock::holder() {
@@ -202,7 +293,9 @@ std::string RedisLock::where() const { return key_ + " on " + server(); }
 void RedisLock::export_env() const {
   ::setenv("BUFFERLOCK_BACKEND", "redis", 1);
   ::setenv("BUFFERLOCK_TOKEN", token_.c_str(), 1);
-  ::setenv("BUFFERLOCK_REDIS_KEY", key_.c_str(), 1);
+  ::setenv("BUFFERLOCK_REDIS_KEY", slot_keys_[slot_].c_str(), 1);
+  if (slots_ > 1) ::setenv("BUFFERLOCK_SLOT", std::to_string(slot_).c_str(), 1);
+  if (fence_) ::setenv("BUFFERLOCK_FENCE", std::to_string(*fence_).c_str(), 1);
 }
 
 Nanos RedisLock::renew_interval() const { return std::max(settings_.ttl / 3, Nanos(1'000'000)); }

@@ -5,11 +5,13 @@
 
 #include "cli.hpp"
 #include "lock/backoff.hpp"
+#include "lock/holder_record.hpp"
 #include "lock/lock.hpp"
 #include "redis/client.hpp"
 #include "redis/quorum.hpp"
 #include "redis/scripts.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,10 +25,29 @@ std::string redis_lock_key(const RedisSettings& settings, std::string_view key);
 // Whole milliseconds of `d`, rounded to the nearest, at least 1.
 long long round_to_ms(Nanos d);
 
+// The holder record of a slot key, in the slot key's hash slot (SPEC §13).
+std::string redis_holder_key(std::string_view slot_key);
+
+// What `status` and `list` know of one slot key: its PTTL (-2: free, -1: no
+// expiry) and its holder's record (empty when none matches the key's token).
+struct RedisSlotState {
+  long long pttl = -2;
+  HolderInfo holder;
+};
+
+// The state of each of `slot_keys`, in one script and one round trip.
+RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
+                                                           const std::vector<std::string>& slot_keys);
+
+// " ttl=3.000 pid=12 host=h since=1.250 fence=7" for a held slot.
+std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns);
+
 class RedisLock final : public Lock {
 public:
   // Nothing is connected before it is needed (SPEC §7).
-  RedisLock(const RedisSettings& settings, std::string_view key);
+  // `slots` > 1: a counting semaphore of that many keys (SPEC §14), slot 0
+  // being the plain lock key.
+  RedisLock(const RedisSettings& settings, std::string_view key, unsigned slots = 1);
 
   Outcome acquire(Nanos wait, OnError on_error) override;
   void release() override;
@@ -35,6 +56,8 @@ public:
   std::string where() const override;
   void export_env() const override;
   std::optional<Ticker> keepalive() override;
+  unsigned slot() const override { return slot_; }
+  std::optional<std::uint64_t> fence() const override { return fence_; }
 
   // For `acquire`, `release` and `extend`: the token of this holder.
   const std::string& token() const { return token_; }
@@ -59,7 +82,9 @@ private:
   // found our token and acted, false when the key held another or none. A
   // kept connection that the server dropped meanwhile (a restart, its idle
   // timeout) is replaced and the script sent again at once.
-  RedisResult<bool> compare_script(const RedisScript& script, std::string_view ms);
+  // `release`: compare-and-delete, else compare-and-PEXPIRE (of the slot
+  // taken and its holder record; of the key alone on a quorum).
+  RedisResult<bool> compare_script(bool release, std::string_view ms);
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);
@@ -73,7 +98,14 @@ private:
 
   RedisSettings settings_;
   std::string display_key_;
+  std::string key_text_; // KEY as given, for the holder record
   std::string key_;
+  unsigned slots_ = 1;
+  std::vector<std::string> slot_keys_;    // slot 0 is key_
+  std::vector<std::string> holder_keys_;  // one per slot
+  std::vector<std::string> acquire_keys_; // the fence counter, then each slot key and its record
+  unsigned slot_ = 0;
+  std::optional<std::uint64_t> fence_;
   std::string wake_key_;
   std::string token_;
   std::string ttl_ms_;

@@ -31,6 +31,11 @@ public:
   RedisResult<RedisReply> script(const RedisScript& script, std::string_view lock_key,
                                  std::string_view wake_key, std::string_view token, std::string_view ms);
 
+  // EVALSHA `script` (EVAL when the node does not know it) with these KEYS
+  // and ARGV, on the node of keys.front() (all of them share its slot).
+  RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
+                               const std::vector<std::string_view>& argv);
+
   // A connection to the server (or the first node) is open and not broken.
   bool connected() const { return first_ && !first_->broken(); }
 

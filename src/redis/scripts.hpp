@@ -1,6 +1,7 @@
-// The Lua scripts of the Redis layout (SPEC §7). Every script takes the same
-// shape: KEYS = {lock key[, wake key]}, ARGV = {token, milliseconds}, so one
-// helper runs them all. A script names only the keys it touches: on a
+// The Lua scripts of the Redis layout (SPEC §7, §14). The quorum's take the
+// shape KEYS = {lock key[, wake key]}, ARGV = {token, milliseconds}; the
+// single server's (slots, fences, holder records) take their keys as lists,
+// all in the lock key's hash slot. A script names only the keys it touches: on a
 // cluster slot being migrated, a command naming two keys of which one is
 // missing gets TRYAGAIN where one naming the lock key alone is redirected. The SHA-1 digests are pinned here
 // (EVALSHA needs them, and computing them would pull OpenSSL into start-up); a unit test checks them.
@@ -13,7 +14,7 @@ namespace bufferlock {
 struct RedisScript {
   std::string_view source;
   std::string_view sha1;
-  int keys; // 1: the lock key; 2: and the wake key
+  int keys; // 1: the lock key; 2: and the wake key; more, or -1 (any number): as the script says
 };
 
 // SET lock token NX PX ms: status OK when taken, nil when held. A key that
@@ -37,5 +38,53 @@ inline constexpr RedisScript release_script{
 inline constexpr RedisScript renew_script{"if redis.call('GET', KEYS[1]) == ARGV[1] then return "
                                           "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
                                           "e50f848e374a94192aa6f2e444e7eb8acc16501d", 1};
+
+// Takes the first free of N slot keys (--slots; N = 1 for a plain lock) and
+// records the holder, in one round trip (SPEC §14). KEYS = {fence counter,
+// slot 0 key, its holder record, slot 1 key, its record, ...}; ARGV = {token,
+// ms, "PID\nHOST\nSINCE\nKEY"} (SINCE: CLOCK_REALTIME ns; one argument, so
+// that a plain lock's EVALSHA stays within the 10 arguments a server that
+// wants a password reads before AUTH, and its NOAUTH still reaches us). A slot key keeps the
+// SET-NX-PX layout (a free key is SET PX after GET found it empty, within
+// the script, so atomically); the fence counter is INCRed and has no TTL.
+// A slot that already holds our token is ours (a retried attempt), with its
+// recorded fence. Replies {slot, fence}, or nil when every slot is held.
+inline constexpr RedisScript acquire_slots_script{
+    "local free for i = 2, #KEYS, 2 do local v = redis.call('GET', KEYS[i]) if v == ARGV[1] then "
+    "redis.call('PEXPIRE', KEYS[i], ARGV[2]) local f = redis.call('HGET', KEYS[i+1], 'fence') if f "
+    "then redis.call('PEXPIRE', KEYS[i+1], ARGV[2]) return {i/2-1, tonumber(f)} end free = i break "
+    "end if not v and not free then free = i end end if not free then return false end "
+    "redis.call('SET', KEYS[free], ARGV[1], 'PX', ARGV[2]) local f = redis.call('INCR', KEYS[1]) "
+    "local pid, host, since, key = string.match(ARGV[3], '^(%d*)\\n([^\\n]*)\\n(%d*)\\n(.*)$') "
+    "redis.call('DEL', KEYS[free+1]) redis.call('HMSET', KEYS[free+1], 'token', ARGV[1], 'pid', pid "
+    "or '', 'host', host or '', 'since', since or '', 'fence', f, 'key', key or '') "
+    "redis.call('PEXPIRE', KEYS[free+1], ARGV[2]) return {free/2-1, f}",
+    "5de3b8e9dee9b7127949938364aea780311ab1c9", -1};
+
+// Compare-and-delete of a slot key and its holder record, then wakes one
+// waiter (as release_script). KEYS = {slot key, wake key, holder record}.
+inline constexpr RedisScript release_slot_script{
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1], KEYS[3]) "
+    "redis.call('DEL', KEYS[2]) redis.call('RPUSH', KEYS[2], '1') redis.call('PEXPIRE', KEYS[2], "
+    "ARGV[2]) return 1 end return 0",
+    "ba980c0c80d4b2313f0262bf452a062a90208969", 3};
+
+// Compare-and-PEXPIRE of a slot key and its holder record. KEYS = {slot
+// key, holder record}.
+inline constexpr RedisScript renew_slot_script{
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[2], ARGV[2]) return "
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+    "5fc2a5bb525e36548375fb514e01b5433cbf5f79", 2};
+
+// For `status` and `list`: per slot, its PTTL and the holder record's pid,
+// host, since, fence and key ("" each when unknown). A record whose token is
+// not the key's value (a foreign SET, a record outliving its lock) is not
+// shown. KEYS = {slot key, holder record, ...}. Read-only.
+inline constexpr RedisScript status_slots_script{
+    "local out = {} for i = 1, #KEYS, 2 do local t = redis.call('PTTL', KEYS[i]) out[#out+1] = t "
+    "local r = {} if t ~= -2 then r = redis.call('HMGET', KEYS[i+1], 'token', 'pid', 'host', "
+    "'since', 'fence', 'key') if r[1] ~= redis.pcall('GET', KEYS[i]) then r = {} end end for j = 2, "
+    "6 do out[#out+1] = r[j] or '' end end return out",
+    "135600bf2d99f9d8120e37020aeb8947349dfe42", -1};
 
 } // namespace bufferlock

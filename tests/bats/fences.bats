@@ -1,7 +1,10 @@
 #!/usr/bin/env bats
-# Fences and holder records of the file backend (SPEC §14).
+# Fences and holder records, file and Redis backends (SPEC §14).
 
-load helpers
+load redis_helpers
+
+# The Redis cases start a private server each (stopped by PID in teardown).
+teardown() { redis_teardown; }
 
 # assert_increasing FILE COUNT: FILE has COUNT lines of strictly increasing numbers.
 assert_increasing() {
@@ -98,4 +101,70 @@ assert_increasing() {
     run --separate-stderr bl status -d "$cache/locks" "$K"
     assert_failure 75
     assert_output --regexp "^held pid=$HOLDER_PID since=[0-9]+\.[0-9]{3} fence=1\$"
+}
+
+# --- redis --------------------------------------------------------------------
+
+@test "redis: fences keep increasing over 60 acquisitions with holders killed at random" {
+    start_redis_as R
+    local i j pid n=0 fences=$T/fences
+    : >"$fences"
+    for ((i = 1; i <= 60; i++)); do
+        if ((RANDOM % 4 == 0)); then
+            # a holder killed by SIGKILL: its lock expires with the TTL
+            "$BL" -r "$R_URL" --ttl 0.2 -w 10 "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >>'$fences'; exec sleep 30" &
+            pid=$!
+            track_pid "$pid"
+            n=$((n + 1))
+            for ((j = 0; j < 200; j++)); do
+                (($(wc -l <"$fences") == i)) && break
+                sleep 0.01
+            done
+            kill -KILL "$pid"
+            wait "$pid" 2>/dev/null || true
+        else
+            bl -r "$R_URL" --ttl 0.2 -w 10 "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >>'$fences'"
+        fi
+    done
+    ((n > 3)) || skip "only $n holders killed"
+    assert_increasing "$fences" 60
+    assert_equal "$(tail -n 1 "$fences")" 60
+    # the counter has no TTL; the holder records went with their locks
+    assert_equal "$(rcli_to R PTTL "{$(redis_key "$K")}:fence")" -1
+}
+
+@test "redis: status and a busy -v show ttl, pid, host, since and fence; a foreign holder only ttl" {
+    start_redis_as R
+    bl -r "$R_URL" "$K" true
+    "$BL" -r "$R_URL" "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >'$T/f'; exec sleep 30" </dev/null >/dev/null 2>&1 &
+    local holder=$!
+    track_pid "$holder"
+    for ((i = 0; i < 200; i++)); do
+        [[ -s $T/f ]] && break
+        sleep 0.01
+    done
+    assert_equal "$(cat "$T/f")" 2
+    local fields="ttl=[0-9]+\.[0-9]{3} pid=$holder host=$(hostname) since=[0-9]+\.[0-9]{3} fence=2"
+    run --separate-stderr bl status -r "$R_URL" "$K"
+    assert_failure 75
+    assert_output --regexp "^held $fields\$"
+    run --separate-stderr bl -v -n -r "$R_URL" "$K" true
+    assert_failure 75
+    assert_regex "$stderr" "$fields\)\$"
+    kill "$holder"
+    wait "$holder" 2>/dev/null || true
+    assert_equal "$(rcli_to R EXISTS "{$(redis_key "$K")}:holder")" 0
+    rcli_to R SET "$(redis_key "$K")" x PX 30000 >/dev/null
+    run --separate-stderr bl status -r "$R_URL" "$K"
+    assert_failure 75
+    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3}$'
+}
+
+@test "redis: a quorum lock gets no fence" {
+    start_redis_as Q1
+    start_redis_as Q2
+    start_redis_as Q3
+    run --separate-stderr bl -r "$Q1_URL" -r "$Q2_URL" -r "$Q3_URL" "$K" sh -c 'echo "fence=${BUFFERLOCK_FENCE-unset}"'
+    assert_success
+    assert_output "fence=unset"
 }

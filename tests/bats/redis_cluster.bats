@@ -65,7 +65,7 @@ url_of() {
     assert_equal "$(rcli_to C3 GET "$(redis_key "$k")")" "$token"
     run --separate-stderr bl status -r "$C2_URL" "$k"
     assert_failure 75
-    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3}$'
+    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=1$'
     run --separate-stderr bl -r "$C2_URL" -n "$k" true
     assert_failure 75
     run --separate-stderr bl extend -r "$C2_URL" --ttl 50 "$k" "$token"
@@ -154,10 +154,13 @@ url_of() {
     run --separate-stderr bl acquire -r "$C3_URL" --ttl 30 "$k"
     assert_success
     token=$output
-    # Move the lock key to C2 and leave the slot half-migrated: C1 answers ASK.
+    # Move the lock's keys (the lock key, its holder record and fence
+    # counter) to C2 and leave the slot half-migrated: C1 answers ASK. (Between
+    # a lock key moved and its record not yet, a script gets TRYAGAIN: a
+    # transient error that a wait rides out.)
     rcli_to "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$src_id" >/dev/null
     rcli_to "$src" CLUSTER SETSLOT "$slot" MIGRATING "$dst_id" >/dev/null
-    assert_equal "$(rcli_to "$src" MIGRATE 127.0.0.1 "$C2_PORT" "$rk" 0 5000)" OK
+    assert_equal "$(rcli_to "$src" MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "$rk" "{$rk}:holder" "{$rk}:fence")" OK
     [[ $(rcli_to "$src" EXISTS "$rk") == "ASK $slot "* ]] || fail "C1 does not redirect with ASK"
     run --separate-stderr bl status -r "$C1_URL" "$k"
     assert_failure 75
@@ -216,4 +219,29 @@ url_of() {
     for n in C1 C2 C3; do
         assert_no_key_without_ttl "$n"
     done
+}
+
+@test "cluster: fences, holder records and --slots keep every key in the lock's slot (no CROSSSLOT)" {
+    local k rk n
+    n=C3
+    k=$(cluster_key_on "$n")
+    rk=$(redis_key "$k")
+    run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
+    assert_success
+    assert_output "0 1"
+    assert_stderr_empty
+    assert_equal "$(slot_of "{$rk}:fence")" "$(slot_of "$rk")"
+    assert_equal "$(slot_of "{$rk}:slot:2:holder")" "$(slot_of "$rk")"
+    "$BL" -r "$C2_URL" --slots 3 "$k" sleep 30 </dev/null >/dev/null 2>&1 &
+    track_pid $!
+    wait_for_key_state "$n" "$rk" present || fail "the holder did not take slot 0"
+    run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
+    assert_success
+    assert_output "1 3"
+    run --separate-stderr bl status -r "$C2_URL" --slots 3 "$k"
+    assert_success
+    assert_output "free slots=1/3"
+    run --separate-stderr bl status -r "$C2_URL" "$k"
+    assert_failure 75
+    assert_output --regexp '^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=2$'
 }

@@ -434,11 +434,12 @@ assert_no_secret() {
     fi
 }
 
-# assert_no_key_without_ttl NAME [DB]: every key on the server has a TTL.
+# assert_no_key_without_ttl NAME [DB]: every key on the server has a TTL,
+# but the fence counters ({LOCKKEY}:fence), which must outlive their locks.
 assert_no_key_without_ttl() {
     local name=$1 db=${2:-0} k ttl
     while IFS= read -r k; do
-        [[ -n $k ]] || continue
+        [[ -n $k && $k != *:fence ]] || continue
         ttl=$(rcli_to "$name" -n "$db" PTTL "$k")
         if [[ $ttl == -1 ]]; then
             fail "key '$k' was left without a TTL"

@@ -1,19 +1,24 @@
 #!/usr/bin/env bats
-# --slots N: a counting semaphore on the file backend (SPEC §14).
+# --slots N: a counting semaphore, file and Redis backends (SPEC §14).
 
-load helpers
+load redis_helpers
+
+# The Redis cases start a private server each (stopped by PID in teardown).
+teardown() { redis_teardown; }
 
 # The command of a slot worker: marks its slot as running (noclobber: two
 # holders of one slot would fail), notes how many run now, then leaves.
 worker_cmd='set -C; : >"$RUN/slot.$BUFFERLOCK_SLOT" || { echo "slot $BUFFERLOCK_SLOT twice" >>"$RUN/errors"; exit 1; }
 n=$(ls "$RUN" | grep -c "^slot\."); echo "$n" >>"$RUN/../counts"; sleep 0.2; rm -f "$RUN/slot.$BUFFERLOCK_SLOT"'
 
-@test "8 workers on --slots 3: never more than 3 run at once, and 3 do" {
+# assert_three_of_eight BACKEND-OPTION...: 8 workers, 3 runs each, on
+# --slots 3 never run more than 3 at once, and 3 do.
+assert_three_of_eight() {
     export RUN=$T/run
     mkdir -p "$RUN"
     local pids=() w
     for w in 1 2 3 4 5 6 7 8; do
-        (for r in 1 2 3; do "$BL" --slots 3 -d "$D" -w 60 "$K" sh -c "$worker_cmd" || exit 1; done) &
+        (for r in 1 2 3; do "$BL" --slots 3 "$@" -w 60 "$K" sh -c "$worker_cmd" || exit 1; done) &
         pids+=($!)
     done
     track_pid "${pids[@]}"
@@ -25,6 +30,10 @@ n=$(ls "$RUN" | grep -c "^slot\."); echo "$n" >>"$RUN/../counts"; sleep 0.2; rm 
     [[ ! -e $RUN/errors ]] || fail "$(cat "$RUN/errors")"
     assert_equal "$(wc -l <"$T/counts")" 24
     assert_equal "$(sort -n "$T/counts" | tail -n 1)" 3
+}
+
+@test "8 workers on --slots 3: never more than 3 run at once, and 3 do" {
+    assert_three_of_eight -d "$D"
 }
 
 @test "slot 0 is the plain lock: a plain holder takes one of the slots" {
@@ -114,8 +123,45 @@ n=$(ls "$RUN" | grep -c "^slot\."); echo "$n" >>"$RUN/../counts"; sleep 0.2; rm 
     assert_usage_error BUFFERLOCK_SLOTS
     run --separate-stderr bl --slots 2 -s -d "$D" "$K" true
     assert_usage_error "--slots" "--shared"
-    run --separate-stderr bl --slots 2 -r redis://127.0.0.1:1 "$K" true
+    # not yet over a quorum; the token subcommands take no --slots
+    run --separate-stderr bl --slots 2 -r redis://127.0.0.1:1 -r redis://127.0.0.1:2 "$K" true
     assert_usage_error "--slots" "redis backend yet"
+    run --separate-stderr bl acquire --slots 2 -r redis://127.0.0.1:1 "$K"
+    assert_usage_error "--slots" "does not apply"
     run --separate-stderr bl --slots 1000 -d "$D" "$K" true
     assert_success
+}
+
+# --- redis --------------------------------------------------------------------
+
+@test "redis: 8 workers on --slots 3: never more than 3 run at once, and 3 do" {
+    start_redis_as R
+    assert_three_of_eight -r "$R_URL"
+}
+
+@test "redis: slot 0 is the plain key; status --slots N shows slots=K/N; a freed slot wakes a waiter" {
+    start_redis_as R
+    run --separate-stderr bl status --slots 2 -r "$R_URL" "$K"
+    assert_success
+    assert_output "free slots=0/2"
+    rcli_to R SET "$(redis_key "$K")" foreign PX 30000 >/dev/null
+    run --separate-stderr bl --slots 2 -r "$R_URL" "$K" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_REDIS_KEY"'
+    assert_success
+    assert_output "1 {$(redis_key "$K")}:slot:1"
+    "$BL" --slots 2 -r "$R_URL" "$K" sleep 0.5 </dev/null >/dev/null 2>&1 &
+    track_pid $!
+    for ((i = 0; i < 100; i++)); do
+        [[ $(bl status --slots 2 -r "$R_URL" "$K") == held* ]] && break
+        sleep 0.01
+    done
+    run --separate-stderr bl status --slots 2 -r "$R_URL" "$K"
+    assert_failure 75
+    assert_output --regexp '^held slots=2/2 pid=[0-9]+$'
+    local start
+    start=$(date +%s%N)
+    run --separate-stderr bl --slots 2 -r "$R_URL" -w 5 "$K" sh -c 'echo "$BUFFERLOCK_SLOT"'
+    assert_success
+    assert_output 1
+    # woken by the release's wake-up list, not by a back-off that grew meanwhile
+    (( ($(date +%s%N) - start) / 1000000 < 1500 ))
 }

@@ -1,5 +1,6 @@
 #include "cache/redis_scripts.hpp"
 #include "lock/backoff.hpp"
+#include "lock/redis_list.hpp"
 #include "lock/redis_lock.hpp"
 #include "redis/scripts.hpp"
 #include "util/random.hpp"
@@ -29,7 +30,8 @@ std::string sha1_hex(std::string_view text) {
 
 TEST(RedisScripts, PinnedDigestsMatchTheSources) {
   for (const RedisScript* s :
-       {&acquire_script, &release_script, &renew_script, &cache_append_script, &cache_publish_script})
+       {&acquire_script, &release_script, &renew_script, &acquire_slots_script, &release_slot_script,
+        &renew_slot_script, &status_slots_script, &cache_append_script, &cache_publish_script})
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << s->source;
 }
 
@@ -40,6 +42,28 @@ TEST(RedisLockKey, LayoutOfSpec) {
   EXPECT_EQ(redis_lock_key(s, "abc"), "{buffer:lock:}900150983cd24fb0d6963f7d28e17f72");
   s.key_prefix = "app:";
   EXPECT_EQ(redis_lock_key(s, ""), "{app:}d41d8cd98f00b204e9800998ecf8427e");
+}
+
+TEST(RedisList, KnowsLockAndSlotKeysFromTheOthers) {
+  RedisSettings s;
+  const std::string d = "900150983cd24fb0d6963f7d28e17f72";
+  auto n = parse_redis_lock_name(s, "buffer:lock:" + d);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->digest, d);
+  EXPECT_EQ(n->slot, 0u);
+  n = parse_redis_lock_name(s, "{buffer:lock:" + d + "}:slot:12");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->slot, 12u);
+  for (const std::string& other :
+       {"{buffer:lock:" + d + "}:fence", "{buffer:lock:" + d + "}:holder",
+        "{buffer:lock:" + d + "}:slot:1:holder", "{buffer:lock:" + d + "}:slot:0", "buffer:lock:" + d + "x",
+        "buffer:lock:" + d.substr(1), std::string("unrelated")})
+    EXPECT_FALSE(parse_redis_lock_name(s, other)) << other;
+  s.hash_tag = true;
+  n = parse_redis_lock_name(s, "{buffer:lock:}" + d + ":slot:3");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->slot, 3u);
+  EXPECT_FALSE(parse_redis_lock_name(s, "buffer:lock:" + d));
 }
 
 TEST(RedisTtl, RoundsToTheNearestMillisecond) {

@@ -1,0 +1,106 @@
+#include "lock/redis_list.hpp"
+
+#include "lock/file_lock.hpp"
+#include "lock/holder_record.hpp"
+#include "lock/redis_lock.hpp"
+#include "messages.hpp"
+#include "redis/cluster.hpp"
+
+#include <map>
+#include <utility>
+
+namespace bufferlock {
+
+namespace {
+
+bool is_md5_hex(std::string_view s) {
+  if (s.size() != 32) return false;
+  for (const char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+// `text` with the glob characters of MATCH escaped.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// What precedes the digest in a lock key: PREFIX, or {PREFIX} with --hash-tag.
+std::string key_base(const RedisSettings& s) { return s.hash_tag ? "{" + s.key_prefix + "}" : s.key_prefix; }
+
+} // namespace
+
+std::optional<RedisLockName> parse_redis_lock_name(const RedisSettings& settings, std::string_view name) {
+  const std::string base = key_base(settings);
+  // A slot key of a lock without --hash-tag is {LOCKKEY}:slot:I.
+  const std::size_t at = name.starts_with(base)         ? base.size()
+                         : name.starts_with("{" + base) ? base.size() + 1
+                                                        : std::string::npos;
+  if (at == std::string::npos || name.size() < at + 32 || !is_md5_hex(name.substr(at, 32)))
+    return std::nullopt;
+  RedisLockName out{std::string(name.substr(at, 32)), 0};
+  const std::string lock_key = base + out.digest;
+  if (name == lock_key) return out;
+  const std::size_t colon = name.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == name.size()) return std::nullopt;
+  unsigned slot = 0;
+  for (const char c : name.substr(colon + 1)) {
+    if (c < '0' || c > '9' || slot > 1000) return std::nullopt;
+    slot = slot * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (slot == 0 || name != companion_key(lock_key, ":slot:" + std::to_string(slot))) return std::nullopt;
+  out.slot = slot;
+  return out;
+}
+
+std::string list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+  RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout});
+  const auto failed = [&](const RedisError& e) {
+    error = message(Msg::redis_status_failed, {{"server", client.server()}, {"error", e.text}});
+    return std::string();
+  };
+  const std::string base = glob_escape(key_base(settings));
+  // The lock keys and, without --hash-tag, the slot keys {LOCKKEY}:slot:I.
+  std::vector<std::string> patterns{base + "*"};
+  if (!settings.hash_tag) patterns.push_back("\\{" + base + "*");
+  std::map<std::pair<std::string, unsigned>, std::string> found; // (digest, slot) -> key name
+  for (const auto& pattern : patterns) {
+    std::string cursor = "0";
+    do {
+      auto reply = client.command({}, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+      const redisReply* r = std::get<RedisReply>(reply).get();
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+          r->element[1]->type != REDIS_REPLY_ARRAY)
+        return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      const redisReply* keys = r->element[1];
+      for (std::size_t i = 0; i < keys->elements; ++i) {
+        const std::string_view name(keys->element[i]->str, keys->element[i]->len);
+        if (auto n = parse_redis_lock_name(settings, name))
+          found.emplace(std::pair(n->digest, n->slot), name);
+      }
+    } while (cursor != "0");
+  }
+  std::string out;
+  const std::int64_t now = realtime_ns();
+  for (const auto& [id, name] : found) {
+    // One key per script: on a cluster the locks live in different slots.
+    auto states = redis_slot_states(client, {name});
+    if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
+    const RedisSlotState& st = std::get<std::vector<RedisSlotState>>(states).front();
+    if (st.pttl == -2) continue; // expired or released since the SCAN
+    out += st.holder.key ? list_key_text(*st.holder.key) : "md5:" + id.first;
+    if (id.second > 0) out += " slot=" + std::to_string(id.second);
+    out += redis_status_fields(st, now);
+    out += '\n';
+  }
+  return out;
+}
+
+} // namespace bufferlock
