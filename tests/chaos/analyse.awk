@@ -3,7 +3,9 @@
 #   increments_bad=N increments_bad_outlived=N fences=n/a|N fence_violations=N
 # Records: enter TAG READ FENCE | exit TAG WROTE | overlap TAG OTHER (the marker
 # witness) | kill TAG (logged before the SIGKILL is sent) | lost TAG (its
-# bufferlock said the lock was lost) | hung TAG.
+# bufferlock said the lock was lost) | hung TAG | epoch restart (the server
+# was restarted without its data: its fence counters start again, so the
+# fences may go down once after it; any other decrease is a violation).
 #
 # Two holders at once (the later one entered while the earlier had neither
 # exited nor been killed) are a violation, unless the earlier one's
@@ -25,7 +27,10 @@ $1 == "enter" {
   stray = ""
   if ($4 != "-") {
     fenced++
-    if (last_fence != "" && $4 + 0 <= last_fence + 0) fence_bad++
+    if (last_fence != "" && $4 + 0 <= last_fence + 0) {
+      if (fresh_start) fresh_start = 0
+      else fence_bad++
+    }
     last_fence = $4
   }
   cur = tag
@@ -38,6 +43,7 @@ $1 == "exit" {
 $1 == "kill" { killed[$2] = line }
 $1 == "lost" { lost[$2] = 1 }
 $1 == "hung" { hung++ }
+$1 == "epoch" { fresh_start = 1 }
 # The marker witness: the other holder was still alive when TAG got the lock
 # (logged before TAG's enter); not an overlap if its kill was logged before.
 $1 == "overlap" {
