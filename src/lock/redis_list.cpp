@@ -69,23 +69,33 @@ std::string list_redis_locks(const RedisSettings& settings, std::optional<std::s
   std::vector<std::string> patterns{base + "*"};
   if (!settings.hash_tag) patterns.push_back("\\{" + base + "*");
   std::map<std::pair<std::string, unsigned>, std::string> found; // (digest, slot) -> key name
-  for (const auto& pattern : patterns) {
-    std::string cursor = "0";
-    do {
-      auto reply = client.command({}, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-      if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-      const redisReply* r = std::get<RedisReply>(reply).get();
-      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-          r->element[1]->type != REDIS_REPLY_ARRAY)
-        return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
-      cursor.assign(r->element[0]->str, r->element[0]->len);
-      const redisReply* keys = r->element[1];
-      for (std::size_t i = 0; i < keys->elements; ++i) {
-        const std::string_view name(keys->element[i]->str, keys->element[i]->len);
-        if (auto n = parse_redis_lock_name(settings, name))
-          found.emplace(std::pair(n->digest, n->slot), name);
-      }
-    } while (cursor != "0");
+  // A cluster keeps its keys on its masters: SCAN each (a single server: itself).
+  auto masters = client.masters();
+  if (auto* e = std::get_if<RedisError>(&masters)) return failed(*e);
+  std::vector<std::optional<RedisUrl::Address>> nodes;
+  for (const auto& m : std::get<std::vector<RedisUrl::Address>>(masters))
+    nodes.emplace_back(m);
+  if (nodes.empty()) nodes.emplace_back(std::nullopt);
+  for (const auto& node : nodes) {
+    for (const auto& pattern : patterns) {
+      std::string cursor = "0";
+      do {
+        const std::vector<std::string_view> scan{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+        auto reply = node ? client.command_on(*node, scan) : client.command({}, scan);
+        if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
+        const redisReply* r = std::get<RedisReply>(reply).get();
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_ARRAY)
+          return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
+        cursor.assign(r->element[0]->str, r->element[0]->len);
+        const redisReply* keys = r->element[1];
+        for (std::size_t i = 0; i < keys->elements; ++i) {
+          const std::string_view name(keys->element[i]->str, keys->element[i]->len);
+          if (auto n = parse_redis_lock_name(settings, name))
+            found.emplace(std::pair(n->digest, n->slot), name);
+        }
+      } while (cursor != "0");
+    }
   }
   std::string out;
   const std::int64_t now = realtime_ns();

@@ -1,7 +1,7 @@
 // `bufferlock list` for the Redis backend (SPEC §14): SCAN over the
 // namespace (MATCH, COUNT; never KEYS, which would block the server), then
-// the status script for each lock found. On a cluster only the node the URL
-// names is scanned.
+// the status script for each lock found. On a cluster, SCAN on every master
+// (CLUSTER SLOTS names them).
 #pragma once
 
 #include "cli.hpp"

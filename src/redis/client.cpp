@@ -102,6 +102,42 @@ RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vect
   }
 }
 
+RedisResult<std::vector<RedisUrl::Address>> RedisClient::masters() {
+  std::vector<RedisUrl::Address> out;
+  if (url_.transport == RedisUrl::Transport::unix_socket) return out;
+  auto reply = command({}, {"CLUSTER", "SLOTS"});
+  if (auto* e = std::get_if<RedisError>(&reply)) {
+    // "ERR This instance has cluster support disabled": a single server.
+    if (e->kind == RedisError::Kind::server) return out;
+    return *e;
+  }
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  if (r->type != REDIS_REPLY_ARRAY)
+    return redis_error(RedisError::Kind::protocol, "unexpected reply to CLUSTER SLOTS");
+  for (std::size_t i = 0; i < r->elements; ++i) {
+    // [first slot, last slot, [host, port, id, ...], replicas...]
+    const redisReply* range = r->element[i];
+    if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+        range->element[2]->type != REDIS_REPLY_ARRAY || range->element[2]->elements < 2 ||
+        range->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+        range->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+      return redis_error(RedisError::Kind::protocol, "unexpected reply to CLUSTER SLOTS");
+    const redisReply* master = range->element[2];
+    RedisUrl::Address a{std::string(master->element[0]->str, master->element[0]->len),
+                        static_cast<int>(master->element[1]->integer)};
+    if (a.host.empty()) a.host = url_.host; // "" is the node that answered
+    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(std::move(a));
+  }
+  return out;
+}
+
+RedisResult<RedisReply> RedisClient::command_on(const RedisUrl::Address& address,
+                                                const std::vector<std::string_view>& args) {
+  auto conn = node(address.host, address.port);
+  if (auto* e = std::get_if<RedisError>(&conn)) return *e;
+  return send(*std::get<RedisConnection*>(conn), false, args, nullptr, Nanos(0));
+}
+
 RedisResult<RedisReply> RedisClient::command(std::string_view key, const std::vector<std::string_view>& args,
                                              Nanos io_timeout) {
   return keyed(key, args, nullptr, io_timeout);

@@ -36,6 +36,13 @@ public:
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv);
 
+  // The masters of a Redis Cluster (CLUSTER SLOTS), or none when the server
+  // is not a cluster: commands without a key (SCAN) must ask each of them.
+  RedisResult<std::vector<RedisUrl::Address>> masters();
+  // Sends `args` to the node at `address` (one that masters() named).
+  RedisResult<RedisReply> command_on(const RedisUrl::Address& address,
+                                     const std::vector<std::string_view>& args);
+
   // A connection to the server (or the first node) is open and not broken.
   bool connected() const { return first_ && !first_->broken(); }
 

@@ -98,6 +98,31 @@ url_of() {
     assert_success
 }
 
+@test "cluster: list shows the locks of every master, asked through any node" {
+    local n k tokens=()
+    for n in C1 C2 C3; do
+        k=$(cluster_key_on "$n")
+        run --separate-stderr bl acquire -r "$C1_URL" --ttl 30 "$k"
+        assert_success
+        tokens+=("$k" "$output")
+    done
+    run --separate-stderr bl list -r "$C2_URL"
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(wc -l <<<"$output")" 3
+    for n in C1 C2 C3; do
+        k=$(cluster_key_on "$n")
+        assert_regex "$output" "(^|"$'\n'")$k ttl="
+    done
+    local i
+    for ((i = 0; i < ${#tokens[@]}; i += 2)); do
+        bl release -r "$C3_URL" "${tokens[i]}" "${tokens[i + 1]}"
+    done
+    run --separate-stderr bl list -r "$C3_URL"
+    assert_success
+    assert_output ""
+}
+
 @test "cluster: a release on one node wakes a waiter at once (--step 3)" {
     local k
     k=$(cluster_key_on C2)
