@@ -69,7 +69,7 @@ teardown() { redis_teardown; }
     run --separate-stderr bl list --slots 2 -d "$D"
     assert_usage_error "--slots" list
     run --separate-stderr bl list -r redis://127.0.0.1:1 -r redis://127.0.0.1:2
-    assert_usage_error "list" "redis backend yet"
+    assert_usage_error "list" "quorum of Redis servers yet"
 }
 
 # --- redis --------------------------------------------------------------------

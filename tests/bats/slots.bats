@@ -125,7 +125,7 @@ assert_three_of_eight() {
     assert_usage_error "--slots" "--shared"
     # not yet over a quorum; the token subcommands take no --slots
     run --separate-stderr bl --slots 2 -r redis://127.0.0.1:1 -r redis://127.0.0.1:2 "$K" true
-    assert_usage_error "--slots" "redis backend yet"
+    assert_usage_error "--slots" "quorum of Redis servers yet"
     run --separate-stderr bl acquire --slots 2 -r redis://127.0.0.1:1 "$K"
     assert_usage_error "--slots" "does not apply"
     run --separate-stderr bl --slots 1000 -d "$D" "$K" true
