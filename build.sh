@@ -11,7 +11,7 @@
 #
 # Environment: JOBS (parallel build jobs, default: nproc), BUFFERLOCK_SKIP_SANITIZE=1
 # to skip the sanitizer pass, BUFFERLOCK_SKIP_CHECKS=1 the checks, during development;
-# FUZZ_SECONDS (per fuzz target, default 12).
+# FUZZ_SECONDS (per fuzz target, default 8).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -98,7 +98,7 @@ count_check() { # LOG STATUS
 # The checks after the two test passes (README: Checks).
 run_checks() {
   local status log
-  say "fuzzing (clang 14, libFuzzer, ASan + UBSan; ${FUZZ_SECONDS:-12}s per target)"
+  say "fuzzing (clang 14, libFuzzer, ASan + UBSan; ${FUZZ_SECONDS:-8}s per target)"
   CC=clang-14 CXX=clang++-14 configure_and_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBUFFERLOCK_FUZZ=ON -DBUFFERLOCK_TESTS=OFF
   log=build-fuzz/fuzz.log status=0

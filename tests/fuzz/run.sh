@@ -7,7 +7,7 @@
 #
 #   tests/fuzz/run.sh BUILD_DIR OUT_DIR [TARGET...]
 #
-# Environment: FUZZ_SECONDS per target (default 12).
+# Environment: FUZZ_SECONDS per target (default 8).
 # A finding: minimise it with
 #   BUILD_DIR/tests/fuzz/fuzz_NAME -minimize_crash=1 -runs=20000 INPUT
 # and keep the smallest input as tests/fuzz/regressions/NAME/<what-it-was>.
@@ -17,7 +17,7 @@ build=${1:?usage: run.sh BUILD_DIR OUT_DIR [TARGET...]}
 out=${2:?usage: run.sh BUILD_DIR OUT_DIR [TARGET...]}
 shift 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-seconds=${FUZZ_SECONDS:-12}
+seconds=${FUZZ_SECONDS:-8}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(duration size redis_url cache_entry messages cli resp)
 mkdir -p "$out"
