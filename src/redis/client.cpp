@@ -146,13 +146,10 @@ RedisResult<RedisReply> RedisClient::command(std::string_view key, const std::ve
 RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::string_view lock_key,
                                             std::string_view wake_key, std::string_view token,
                                             std::string_view ms) {
-  std::vector<std::string_view> args{"EVALSHA", script.sha1, script.keys == 2 ? "2" : "1", lock_key};
-  if (script.keys == 2) args.push_back(wake_key);
-  args.push_back(token);
-  args.push_back(ms);
-  std::vector<std::string_view> eval = args;
-  eval[0] = "EVAL";
-  eval[1] = script.source;
+  const std::vector<std::string_view> eval = eval_args(script, lock_key, wake_key, token, ms);
+  std::vector<std::string_view> args = eval;
+  args[0] = "EVALSHA";
+  args[1] = script.sha1;
   return keyed(lock_key, args, &eval, Nanos(0));
 }
 

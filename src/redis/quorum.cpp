@@ -181,11 +181,7 @@ RedisResult<bool> QuorumClient::acquire(std::string_view key, std::string_view w
 RedisResult<bool> QuorumClient::compare(const RedisScript& script, std::string_view key,
                                         std::string_view wake_key, std::string_view token,
                                         std::string_view ms) {
-  std::vector<std::string_view> args{"EVAL", script.source, script.keys == 2 ? "2" : "1", key};
-  if (script.keys == 2) args.push_back(wake_key);
-  args.push_back(token);
-  args.push_back(ms);
-  auto replies = fan_out(args);
+  auto replies = fan_out(eval_args(script, key, wake_key, token, ms));
   const std::size_t acted =
       count_if_reply(replies, [](const auto& r) { return reply_is(r, REDIS_REPLY_INTEGER, 1); });
   const QuorumDecision d = quorum_decide(replies.size(), acted, errors_in(replies));

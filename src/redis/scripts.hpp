@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 namespace bufferlock {
 
@@ -86,5 +87,18 @@ inline constexpr RedisScript status_slots_script{
     "'since', 'fence', 'key') if r[1] ~= redis.pcall('GET', KEYS[i]) then r = {} end end for j = 2, "
     "6 do out[#out+1] = r[j] or '' end end return out",
     "135600bf2d99f9d8120e37020aeb8947349dfe42", -1};
+
+// The EVAL words of a lock script: its source, its key count, the lock key
+// (and the wake key when it takes two), the token and the milliseconds. For
+// EVALSHA, replace the first two words by "EVALSHA" and the digest.
+inline std::vector<std::string_view> eval_args(const RedisScript& script, std::string_view lock_key,
+                                               std::string_view wake_key, std::string_view token,
+                                               std::string_view ms) {
+  std::vector<std::string_view> args{"EVAL", script.source, script.keys == 2 ? "2" : "1", lock_key};
+  if (script.keys == 2) args.push_back(wake_key);
+  args.push_back(token);
+  args.push_back(ms);
+  return args;
+}
 
 } // namespace bufferlock
