@@ -1,6 +1,7 @@
 #include "cache/redis_store.hpp"
 
 #include "cache/redis_scripts.hpp"
+#include "redis/scan.hpp"
 #include "util/clock.hpp"
 #include "util/io.hpp"
 #include "util/md5.hpp"
@@ -53,15 +54,6 @@ UniqueFd anonymous_file(std::uint64_t size) {
   fd.reset(::mkostemp(name.data(), O_CLOEXEC));
   if (fd) ::unlink(name.c_str());
   return fd;
-}
-
-std::string glob_escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 } // namespace

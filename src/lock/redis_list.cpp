@@ -2,6 +2,7 @@
 
 #include "lock/file_lock.hpp"
 #include "lock/holder_record.hpp"
+#include "redis/scan.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "redis/cluster.hpp"
@@ -18,16 +19,6 @@ bool is_md5_hex(std::string_view s) {
   for (const char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
-}
-
-// `text` with the glob characters of MATCH escaped.
-std::string glob_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 // What precedes the digest in a lock key: PREFIX, or {PREFIX} with --hash-tag.
