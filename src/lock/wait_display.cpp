@@ -9,8 +9,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace bufferlock {
@@ -34,6 +37,66 @@ std::string seconds_words(std::string_view prefix, std::string_view value) {
   const double s = std::strtod(std::string(value).c_str(), nullptr);
   if (!(s >= 0) || s > 1e12) return std::string(prefix) + std::string(value);
   return std::string(prefix) + short_duration(Nanos(static_cast<std::int64_t>(s * 1e9)));
+}
+
+// Ctrl-C (or a kill) during a drawn wait: the handler takes the line away,
+// then the signal does what it would have done. Only signals whose action is
+// the default get a handler; an ignored SIGINT (a job started with &) stays
+// ignored. The bytes are set by each draw, so the handler only calls write(2),
+// sigaction(2) and raise(3), which are async-signal-safe.
+constexpr int ending_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+struct sigaction saved_actions[std::size(ending_signals)];
+bool handled[std::size(ending_signals)];
+char erase_bytes[256];
+volatile std::sig_atomic_t erase_size = 0;
+
+extern "C" void erase_then_die(int sig) {
+  if (erase_size > 0) {
+    const ssize_t ignored = ::write(STDERR_FILENO, erase_bytes, static_cast<std::size_t>(erase_size));
+    (void)ignored;
+  }
+  for (std::size_t i = 0; i < std::size(ending_signals); ++i)
+    if (ending_signals[i] == sig) ::sigaction(sig, &saved_actions[i], nullptr);
+  ::raise(sig); // delivered when the handler returns: the signal is blocked until then
+}
+
+void catch_ending_signals() {
+  for (std::size_t i = 0; i < std::size(ending_signals); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = erase_then_die;
+    sigemptyset(&sa.sa_mask);
+    handled[i] = ::sigaction(ending_signals[i], nullptr, &saved_actions[i]) == 0 &&
+                 saved_actions[i].sa_handler == SIG_DFL &&
+                 ::sigaction(ending_signals[i], &sa, nullptr) == 0;
+  }
+}
+
+void release_ending_signals() {
+  for (std::size_t i = 0; i < std::size(ending_signals); ++i)
+    if (handled[i]) {
+      ::sigaction(ending_signals[i], &saved_actions[i], nullptr);
+      handled[i] = false;
+    }
+}
+
+// The bytes that take a line of `columns` off the screen.
+void set_erase_bytes(bool dumb, std::size_t columns) {
+  erase_size = 0;
+  std::size_t n;
+  if (dumb) {
+    n = std::min(columns + 2, sizeof erase_bytes);
+    std::memset(erase_bytes, ' ', n);
+    erase_bytes[0] = erase_bytes[n - 1] = '\r';
+  } else {
+    static constexpr char el[] = "\r\033[K";
+    n = sizeof el - 1;
+    std::memcpy(erase_bytes, el, n);
+  }
+  erase_size = static_cast<std::sig_atomic_t>(n);
+}
+
+void clear_current() {
+  if (current) current->clear();
 }
 
 } // namespace
@@ -62,6 +125,8 @@ std::string describe_holder(std::string_view holder, std::string (*command_of)(p
     if (!cmd.empty()) out.append(" (").append(cmd).append(")");
     return out;
   };
+  // A Redis holder record (pid=) says more than "another token" and its ttl.
+  const bool recorded = holder.find("pid=") != std::string_view::npos;
   std::string out;
   std::string_view prev;
   for (std::size_t at = 0; at <= holder.size();) {
@@ -70,6 +135,7 @@ std::string describe_holder(std::string_view holder, std::string (*command_of)(p
     const std::string_view word = holder.substr(at, end - at);
     at = end + 1;
     if (word.empty()) continue;
+    if (recorded && (word == "another" || word == "token," || word.starts_with("ttl="))) continue;
     std::string said;
     const std::size_t eq = word.find('=');
     const std::string_view name = eq == word.npos ? word : word.substr(0, eq);
@@ -110,6 +176,10 @@ WaitDisplay::WaitDisplay(std::string_view key, Nanos start, Nanos wait, diag::Ve
 
 WaitDisplay::~WaitDisplay() {
   clear();
+  if (state_ == State::on) {
+    release_ending_signals();
+    diag::set_before_line(nullptr);
+  }
   if (current == this) current = nullptr;
 }
 
@@ -120,6 +190,8 @@ bool WaitDisplay::begin() {
     if (state_ == State::on) {
       const char* term = ::getenv("TERM");
       dumb_ = !term || !*term || std::string_view(term) == "dumb";
+      catch_ending_signals();
+      diag::set_before_line(clear_current);
       tick(true);
     }
   }
@@ -153,10 +225,12 @@ void WaitDisplay::tick(bool force) {
     out.append(drawn_columns_ - cols, ' ');
   write_out(out);
   drawn_columns_ = dumb_ ? std::max(cols, drawn_columns_) : cols;
+  set_erase_bytes(dumb_, drawn_columns_);
 }
 
 void WaitDisplay::clear() {
   if (drawn_columns_ == 0) return;
+  erase_size = 0;
   if (dumb_) {
     std::string blank(drawn_columns_ + 2, ' ');
     blank.front() = blank.back() = '\r';

@@ -9,9 +9,11 @@ namespace bufferlock::diag {
 namespace {
 
 Verbosity level = Verbosity::normal;
+void (*before_line)() = nullptr;
 
 // One write(2) per line, so lines from concurrent processes do not interleave.
 void emit(std::string_view text) {
+  if (before_line) before_line();
   std::string line;
   line.reserve(text.size() + 13);
   line += "bufferlock: ";
@@ -60,6 +62,7 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 } // namespace
 
 void set_verbosity(Verbosity v) { level = v; }
+void set_before_line(void (*hook)()) { before_line = hook; }
 bool verbose() { return level == Verbosity::verbose; }
 
 void error(std::string_view text) { emit(text); }

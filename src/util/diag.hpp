@@ -13,6 +13,10 @@ enum class Verbosity { quiet, normal, verbose };
 void set_verbosity(Verbosity v);
 bool verbose();
 
+// Called before each line is written, when set: the wait line takes itself
+// off the screen there, so that a message never lands in the middle of it.
+void set_before_line(void (*hook)());
+
 // Errors are printed even under --quiet; warnings are not; debug only with -v.
 void error(std::string_view text);
 void warn(std::string_view text);

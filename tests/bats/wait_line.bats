@@ -37,6 +37,17 @@ wait_screen() {
     fail "the screen never showed /$1/: $(screen)"
 }
 
+# wait_tty REGEX: $T/tty (written by a typescript in the background) matches
+# within 10 s.
+wait_tty() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        grep -Eq -- "$1" "$T/tty" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "the terminal never got /$1/: $(cat -v "$T/tty")"
+}
+
 # typescript ARGS...: bufferlock ARGS under script(1); the bytes it wrote to
 # its terminal in $T/tty.
 typescript() {
@@ -89,11 +100,47 @@ typescript() {
     ! grep -q $'\r' "$T/err" || fail "CR in a file: $(cat -v "$T/err")"
 }
 
-@test "redis: the line says who holds it; cleared when taken" {
+@test "Ctrl-C during the wait takes the line away" {
+    bl_hold_lock "$D" "$K"
+    on_screen "$(printf '%q ' "$BL" -w 10m -d "$D" "$K" echo OUTPUT)"
+    tmux -L wl set-option -g remain-on-exit on
+    wait_screen "^bufferlock: waiting for '$K'"
+    tmux -L wl send-keys C-c
+    local i
+    for ((i = 0; i < 50; i++)); do
+        screen | grep -q 'waiting for' || break
+        sleep 0.1
+    done
+    ! screen | grep -q 'waiting for' || fail "the line stayed after Ctrl-C: $(screen)"
+    ! screen | grep -q OUTPUT || fail "the command ran: $(screen)"
+}
+
+@test "redis: a warning during the wait starts on a line of its own" {
+    start_redis_as W
+    bl_bg --redis "$W_URL" "$K" sleep 60
+    wait_for_key_state W "$(redis_key "$K")" present || fail "the holder never took the lock"
+    typescript -w inf --redis "$W_URL" "$K" echo done &
+    local waiter=$!
+    track_pid "$waiter"
+    wait_tty "waiting for '$K'"
+    kill_redis W
+    wait_tty 'still trying'
+    restart_redis W # no keys: the waiter takes the lock
+    wait_tty done
+    wait_for_exit "$waiter" 10 || fail "the waiter did not finish"
+    # The line is taken away ("\r\e[K") before the warning, and before the output.
+    [[ $(<"$T/tty") == *$'\r\e[K'"bufferlock: cannot reach Redis at "*"still trying"* ]] ||
+        fail "the warning did not start a line: $(cat -v "$T/tty")"
+    # The output starts a line: after the warning's newline or a cleared line.
+    [[ $(<"$T/tty") == *$'\n'done$'\r'* || $(<"$T/tty") == *$'\r\e[K'done$'\r'* ]] ||
+        fail "the output does not start a line: $(cat -v "$T/tty")"
+}
+
+@test "redis: the line says who holds it (pid, host, fence); cleared when taken" {
     bl_bg --redis "$REDIS_URL" "$K" sleep 3
     wait_for_key_state REDIS "$(redis_key "$K")" present || fail "the holder never took the lock"
     on_screen "$(printf '%q ' "$BL" --redis "$REDIS_URL" -w 10m "$K" echo OUTPUT)"
-    wait_screen "^bufferlock: waiting for '$K' \(held by [^)]*\) [0-9]+s / 10m$"
+    wait_screen "^bufferlock: waiting for '$K' \(held by pid $BG_PID on [^ ]+ for [0-9]+s, fence [0-9]+\) [0-9]+s / 10m$"
     wait_screen '^OUTPUT$'
     assert_equal "$(screen | head -n 1)" "OUTPUT"
 }

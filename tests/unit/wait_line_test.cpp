@@ -65,9 +65,12 @@ TEST(WaitLine, HolderInWords) {
             "held by pid 4242 (deploy.sh) for 3m12s, fence 7");
   EXPECT_EQ(describe_holder("held by pid 12", fake_command), "held by pid 12");
   // Redis: a remote pid gets no local command name
-  EXPECT_EQ(describe_holder("held by another token, pid=4242 host=ci-7 since=41.000 fence=3 ttl=29.500",
+  // Redis: the holder record replaces "another token" and the ttl.
+  EXPECT_EQ(describe_holder("held by another token, ttl=29.500 pid=4242 host=ci-7 since=41.000 fence=3",
                             fake_command),
-            "held by another token, pid 4242 on ci-7 for 41s, fence 3 ttl 29s");
+            "held by pid 4242 on ci-7 for 41s, fence 3");
+  EXPECT_EQ(describe_holder("held by another token, ttl=29.500", fake_command),
+            "held by another token, ttl 29s");
   EXPECT_EQ(describe_holder("all 3 slots held by pids 1, 2, 3", fake_command),
             "all 3 slots held by pids 1, 2, 3");
   EXPECT_EQ(describe_holder("", fake_command), "");
