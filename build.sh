@@ -3,15 +3,15 @@
 #
 #   ./build.sh            install missing build dependencies, build build/bufferlock (Release)
 #   ./build.sh test       the same, then the whole test suite: unit + bats, then again
-#                         under AddressSanitizer + UndefinedBehaviorSanitizer; then the
-#                         checks: fuzzing, coverage (unit tests + the chaos harness),
-#                         clang-tidy and cppcheck
+#                         under AddressSanitizer + UndefinedBehaviorSanitizer with gcov
+#                         counters; then the checks: fuzzing, the chaos harness, the
+#                         coverage of the whole sanitizer pass, clang-tidy and cppcheck
 #   ./build.sh checks     only the checks (after ./build.sh test built the Release tree)
 #   ./build.sh deps       only install the Debian packages that are missing
 #
 # Environment: JOBS (parallel build jobs, default: nproc), BUFFERLOCK_SKIP_SANITIZE=1
 # to skip the sanitizer pass, BUFFERLOCK_SKIP_CHECKS=1 the checks, during development;
-# FUZZ_SECONDS (per fuzz target, default 8).
+# FUZZ_SECONDS (per fuzz target, default 8), BATS_JOBS (bats suites run at once, default 4).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -20,6 +20,9 @@ test_packages=(bats bats-assert bats-support bats-file libgtest-dev util-linux t
   redis-server redis-tools mandoc groff-base zsh fish bash-completion dpkg-dev debhelper
   build-essential clang-14 libfuzzer-14-dev clang-tidy-14 cppcheck gcovr lintian rpm)
 jobs=${JOBS:-$(nproc)}
+# The bats suites mostly wait (for locks, timeouts, servers): four at once keep
+# two cores busy. Each suite starts its own servers on free ports.
+bats_jobs=${BATS_JOBS:-4}
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -67,8 +70,7 @@ run_tests() { # DIR LABEL [CTEST ARGS...]
   local unit_total unit_failed
   unit_total=$(sed -nE 's/.*tests failed out of ([0-9]+).*/\1/p' "$dir/unit.log")
   unit_failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$dir/unit.log")
-  # bats suites one after another: some measure timing on a 2-core machine.
-  (cd "$dir" && ctest -L bats --output-on-failure "$@") >"$dir/bats.log" 2>&1 || status=1
+  (cd "$dir" && ctest -L bats -j "$bats_jobs" --output-on-failure "$@") >"$dir/bats.log" 2>&1 || status=1
   local ok not_ok
   ok=$(cat "$dir"/bats-results/*.tap 2>/dev/null | grep -cE '^ok ' || true)
   not_ok=$(cat "$dir"/bats-results/*.tap 2>/dev/null | grep -cE '^not ok ' || true)
@@ -95,6 +97,36 @@ count_check() { # LOG STATUS
   [ "$2" -eq 0 ] || [ "$bad" -gt 0 ] || failed=$((failed + 1))
 }
 
+# The sanitizer tree also carries gcov counters, so that its pass measures the
+# coverage of the whole suite.
+build_sanitize() {
+  say "building (AddressSanitizer + UndefinedBehaviorSanitizer, gcov counters)"
+  configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DBUFFERLOCK_COVERAGE=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+}
+
+# The tests also run bufferlock as other users, who could neither reach nor
+# write counter files under the build tree (libgcov would then complain on
+# their stderr). So the counters live under GCOV_PREFIX, in a directory
+# everyone may write, with every file made once (one run of each program
+# writes all of its files) and opened to all before the tests start.
+counters=
+counters_begin() {
+  counters=$(mktemp -d "${TMPDIR:-/tmp}/bufferlock-counters.XXXXXX")
+  GCOV_PREFIX=$counters build-sanitize/bufferlock --version >/dev/null
+  GCOV_PREFIX=$counters build-sanitize/tests/unit_tests --gtest_filter=-* >/dev/null
+  chmod -R a+rwX "$counters"
+}
+
+# Puts the counters back next to the objects, for gcovr.
+counters_end() {
+  [ -n "$counters" ] || return 0
+  find build-sanitize -name '*.gcda' -delete
+  cp -r "$counters/$PWD/build-sanitize/." build-sanitize/
+  rm -rf "$counters"
+  counters=
+}
+
 # The checks after the two test passes (README: Checks).
 run_checks() {
   local status log
@@ -105,23 +137,22 @@ run_checks() {
   tests/fuzz/run.sh build-fuzz build-fuzz/findings | tee "$log" || status=$?
   count_check "$log" "$status"
 
-  say "coverage: unit tests + the chaos harness (short) on a --coverage build"
-  configure_and_build build-coverage -DCMAKE_BUILD_TYPE=Debug -DBUFFERLOCK_COVERAGE=ON -DBUFFERLOCK_TESTS=ON
-  find build-coverage -name '*.gcda' -delete
-  status=0
-  (cd build-coverage && ctest -L unit -j "$jobs") >build-coverage/unit.log 2>&1 || status=$?
-  grep -E 'tests passed' build-coverage/unit.log || cat build-coverage/unit.log
-  [ "$status" -eq 0 ] && passed=$((passed + 1)) || failed=$((failed + 1))
+  build_sanitize
+  [ -n "$counters" ] || counters_begin
   say "chaos harness (short)"
   status=0
-  BUFFERLOCK_BIN=build-coverage/bufferlock tests/chaos/chaos.sh short | tee build-coverage/chaos.log || status=$?
+  BUFFERLOCK_BIN=build-sanitize/bufferlock GCOV_PREFIX=$counters tests/chaos/chaos.sh short |
+    tee build-sanitize/chaos.log || status=$?
   local chaos_ok chaos_bad
-  chaos_ok=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\1/p' build-coverage/chaos.log)
-  chaos_bad=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\2/p' build-coverage/chaos.log)
+  chaos_ok=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\1/p' build-sanitize/chaos.log)
+  chaos_bad=$(sed -nE 's/^chaos: ([0-9]+) checks passed, ([0-9]+) failed$/\2/p' build-sanitize/chaos.log)
   passed=$((passed + ${chaos_ok:-0}))
   failed=$((failed + ${chaos_bad:-1}))
-  gcovr -r . --object-directory build-coverage --filter 'src/' --exclude-throw-branches \
-    --exclude-unreachable-branches --print-summary -o build-coverage/coverage.txt build-coverage |
+
+  say "coverage of src/ (unit tests, bats suites and chaos harness of the sanitizer pass)"
+  counters_end
+  gcovr -r . --object-directory build-sanitize --filter 'src/' --exclude-throw-branches \
+    --exclude-unreachable-branches --print-summary -o build-sanitize/coverage.txt build-sanitize |
     sed 's/^/coverage of src\/: /'
 
   say "static analysis: clang-tidy 14, cppcheck"
@@ -146,12 +177,12 @@ test)
   configure_and_build build -DBUFFERLOCK_TESTS=ON
   run_tests build release
   if [ "${BUFFERLOCK_SKIP_SANITIZE:-0}" != 1 ]; then
-    say "building (AddressSanitizer + UndefinedBehaviorSanitizer)"
-    configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    build_sanitize
+    counters_begin
+    # The package, docs and completion suites test files and shells, not
+    # the binary's memory: once, in the Release pass, is enough.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      # The package, docs and completion suites test files and shells, not
-      # the binary's memory: once, in the Release pass, is enough.
-      run_tests build-sanitize sanitizers -E '^bats[.](package|docs|completion)$'
+      GCOV_PREFIX=$counters run_tests build-sanitize sanitizers -E '^bats[.](package|docs|completion)$'
   fi
   [ "${BUFFERLOCK_SKIP_CHECKS:-0}" = 1 ] || run_checks
   echo "total: $passed passed, $failed failed"
