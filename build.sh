@@ -101,6 +101,8 @@ count_check() { # LOG STATUS
 # coverage of the whole suite.
 build_sanitize() {
   say "building (AddressSanitizer + UndefinedBehaviorSanitizer, gcov counters)"
+  # Counters of an earlier build would not match the objects rebuilt now.
+  [ ! -d build-sanitize ] || find build-sanitize -name '*.gcda' -delete
   configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DBUFFERLOCK_COVERAGE=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
 }

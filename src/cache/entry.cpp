@@ -27,8 +27,11 @@ bool decode_deps(std::string_view bytes, std::size_t at, std::size_t end, std::u
     if (end - at < entry_dep_fixed) return false;
     const std::uint32_t len = get<std::uint32_t>(bytes, at);
     if (end - at - entry_dep_fixed < len) return false;
+    // Only the flags this version writes: a header decodes to what encodes to it.
+    const std::uint32_t flags = get<std::uint32_t>(bytes, at + 4);
+    if ((flags & ~dep_exists) != 0) return false;
     DepStamp d;
-    d.exists = (get<std::uint32_t>(bytes, at + 4) & dep_exists) != 0;
+    d.exists = flags == dep_exists;
     d.size = get<std::uint64_t>(bytes, at + 8);
     d.mtime_ns = get<std::int64_t>(bytes, at + 16);
     d.dev = get<std::uint64_t>(bytes, at + 24);

@@ -148,11 +148,13 @@ store_seq_entry() {
 }
 
 @test "disk full (ulimit -f): full output, one 'not stored' warning, the command's status, no entry" {
-    head -c 1000000 /dev/urandom >"$T/src"
+    head -c 3000000 /dev/urandom >"$T/src"
     local st
     set +e
     (
-        ulimit -f 100
+        # 1 MiB: the entry (3 MB) does not fit; the other files the process
+        # writes do (a coverage build's counters, up to some 400 KiB).
+        ulimit -f 1024
         exec "$BL" cache --cache-dir "$C" "$K" cat "$T/src"
     ) 2>"$T/err" | cat >"$T/out"
     st=("${PIPESTATUS[@]}")
@@ -169,11 +171,13 @@ store_seq_entry() {
 }
 
 @test "disk full with a failing command: the status is still the command's" {
-    head -c 1000000 /dev/urandom >"$T/src"
+    head -c 3000000 /dev/urandom >"$T/src"
     local st
     set +e
     (
-        ulimit -f 100
+        # 1 MiB: the entry (3 MB) does not fit; the other files the process
+        # writes do (a coverage build's counters, up to some 400 KiB).
+        ulimit -f 1024
         exec "$BL" cache --cache-dir "$C" "$K" sh -c 'cat "$1"; exit 6' _ "$T/src"
     ) 2>"$T/err" | cat >"$T/out"
     st=("${PIPESTATUS[@]}")
