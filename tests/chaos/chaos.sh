@@ -46,24 +46,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# new_run: a fresh directory with the witnesses' files.
+# new_run: a fresh directory with the witnesses' files; a backend's settings
+# back to their defaults.
 new_run() {
     [[ -n $RUN && -z ${CHAOS_KEEP:-} ]] && rm -rf -- "$RUN"
     RUN=$(mktemp -d "${TMPDIR:-/tmp}/bufferlock-chaos.XXXXXX")
-    mkfifo "$RUN/nap.fifo"
+    witnesses "$RUN"
     mkdir "$RUN/builders"
-    : >"$RUN/log"
     : >"$RUN/stderr"
-    : >"$RUN/counter"
     exec 7<>"$RUN/nap.fifo"
     export CHAOS_DIR=$RUN
-    KILLS=0 FAULTS=()
+    KILLS=0 FAULTS=() LOGS=("$RUN/log") EXPECT_FENCES='' NO_FENCE_WHY='' REDIS_ARGS=()
+}
+
+# witnesses DIR: the files section.sh writes to, one set per lock key.
+witnesses() {
+    mkdir -p "$1"
+    mkfifo "$1/nap.fifo"
+    : >"$1/log"
+    : >"$1/counter"
 }
 
 # start_workers W K LOCK_ARGS...: workers in the background; $RUN/done when all ended.
-start_workers() {
+start_workers() { start_in_background run_workers "$@"; }
+
+# start_in_background COMMAND...: COMMAND runs the workers; $RUN/done when it ended.
+start_in_background() {
     (
-        run_workers "$@"
+        "$@"
         : >"$RUN/done"
     ) &
     WORKERS_PID=$!
@@ -78,32 +88,99 @@ check() { # NAME OK?
     fi
 }
 
-# report NAME SECONDS: the counts of the log, and the checks on them.
+# report NAME SECONDS: the counts of the logs (LOGS: one per lock key, added
+# up), and the checks on them. EXPECT_FENCES yes or no: whether the lock
+# gives the command fences (NO_FENCE_WHY says why not).
 report() {
-    local name=$1 secs=$2 counts
-    counts=$(awk -f "$HERE/analyse.awk" "$RUN/log")
+    local name=$1 secs=$2 log counts kv k v fence_text
     local -A c
-    local kv
-    for kv in $counts; do
-        c[${kv%%=*}]=${kv#*=}
+    for log in "${LOGS[@]}"; do
+        read -ra counts < <(awk -f "$HERE/analyse.awk" "$log")
+        for kv in "${counts[@]}"; do
+            k=${kv%%=*} v=${kv#*=}
+            if [[ $v == n/a ]]; then
+                c[$k]=${c[$k]:-n/a}
+            else
+                [[ ${c[$k]:-n/a} == n/a ]] && c[$k]=0
+                c[$k]=$((c[$k] + v))
+            fi
+        done
     done
+    if [[ ${c[fences]} == n/a ]]; then
+        fence_text="n/a (no fences${NO_FENCE_WHY:+: $NO_FENCE_WHY})"
+    else
+        fence_text="${c[fence_violations]} (${c[fences]} fences)"
+    fi
     printf '%s: %s sections, %s killed, faults [%s]; mutual-exclusion violations %s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
         "$name" "${c[sections]}" "$KILLS" "${FAULTS[*]:-none}" "${c[violations]}" "${c[outlived]}" \
         "$([[ ${c[fences]} == n/a ]] && echo n/a || echo "would have stopped ${c[outlived]}")" \
-        "${c[increments_bad]}" "${c[increments_bad_outlived]}" "${c[fence_violations]}" "${c[hung]}" "$secs"
+        "${c[increments_bad]}" "${c[increments_bad_outlived]}" "$fence_text" "${c[hung]}" "$secs"
     check "$name: sections completed" $((c[sections] < EXPECT_SECTIONS))
     check "$name: mutual exclusion" $((c[violations] != 0))
     check "$name: increments" $((c[increments_bad] - c[increments_bad_outlived] != 0))
     check "$name: fence order" $((c[fence_violations] != 0))
     check "$name: no hung worker" $((c[hung] != 0))
+    case $EXPECT_FENCES in
+    yes) check "$name: the command gets fences" "$([[ ${c[fences]} != n/a ]]; echo $?)" ;;
+    no) check "$name: the command gets no fence" "$([[ ${c[fences]} == n/a ]]; echo $?)" ;;
+    esac
 }
+
+# server_monkey NAME KILL FAULT: until the workers are done, every 0.3-0.9 s
+# either KILL (SIGKILL a holder) or, 3 times in 10, FAULT KIND MS, a server
+# fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500; shorter and longer
+# than the workers' TTL of 1 s), 3 × SCALE of each (they cost seconds each: a
+# fixed number, spread out).
+# Leaves FAULTS as counts per kind.
+server_monkey() {
+    local name=$1 kill=$2 fault=$3 kind kinds ms
+    local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    while [[ ! -e $RUN/done ]]; do
+        nap "0.$(rand_between 3 9)"
+        [[ -e $RUN/done ]] && break
+        kind=$(rand_between 0 9)
+        case $kind in
+        [6-8]) ;;
+        9) continue ;;
+        *)
+            "$kill"
+            continue
+            ;;
+        esac
+        # one of the kinds not yet done, so that a short run gets them all
+        kinds=()
+        for kind in "${!left[@]}"; do
+            ((left[$kind] > 0)) && kinds+=("$kind")
+        done
+        ((${#kinds[@]} > 0)) || continue
+        kind=${kinds[RANDOM % ${#kinds[@]}]}
+        left[$kind]=$((left[$kind] - 1))
+        FAULTS+=("$kind")
+        case $kind in
+        pause-0.5s) ms=500 ;;
+        pause-1.5s) ms=1500 ;;
+        *) ms=0 ;;
+        esac
+        "$fault" "$kind" "$ms" || {
+            check "$name: $kind" 1
+            break
+        }
+    done
+    ((${#FAULTS[@]} > 0)) || return 0
+    FAULTS=("$(printf '%s\n' "${FAULTS[@]}" | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')")
+}
+
+# pause_server I MS: CLIENT PAUSE on server I for MS ms.
+pause_server() { rcli_to "$1" CLIENT PAUSE "$2" ALL >/dev/null; }
+
+holder_kill() { kill_holder parent; }
 
 # --- backends -------------------------------------------------------------------
 
 backend_file() {
     local w=8 k=$((125 * SCALE)) start=$SECONDS
     new_run
-    EXPECT_SECTIONS=$((w * k * 8 / 10)) # killed sections do not complete
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes # killed sections do not complete
     start_workers "$w" "$k" -d "$RUN/locks" -w 60
     while [[ ! -e $RUN/done ]]; do
         nap "0.0$(rand_between 10 60)"
@@ -114,45 +191,32 @@ backend_file() {
 }
 
 backend_redis() {
-    local w=6 k=$((170 * SCALE)) start=$SECONDS fault
-    # Server faults cost seconds each: a fixed number per kind, spread out.
-    local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    local w=6 k=$((170 * SCALE)) start=$SECONDS
     new_run
-    redis_start || {
+    redis_start 1 || {
         check "redis: server start" 1
         return
     }
-    EXPECT_SECTIONS=$((w * k * 8 / 10))
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes
     # A few long sections, so that renewals meet the pauses.
     LONG_NAP=1.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" \
-        --redis "redis://127.0.0.1:$REDIS_PORT/0" --ttl 1 -w 120
-    while [[ ! -e $RUN/done ]]; do
-        nap "0.$(rand_between 3 9)"
-        [[ -e $RUN/done ]] && break
-        fault=$(rand_between 0 9)
-        case $fault in
-        6) fault=restart ;;
-        7) fault=pause-0.5s ;;
-        8) fault=pause-1.5s ;;
-        9) continue ;;
-        *)
-            kill_holder parent
-            continue
-            ;;
-        esac
-        ((left[$fault] > 0)) || continue
-        left[$fault]=$((left[$fault] - 1))
-        FAULTS+=("$fault")
-        case $fault in
-        restart) redis_restart || break ;;
-        pause-0.5s) rcli CLIENT PAUSE 500 ALL >/dev/null ;;  # shorter than the TTL
-        pause-1.5s) rcli CLIENT PAUSE 1500 ALL >/dev/null ;; # longer than the TTL
-        esac
-    done
+        --redis "$(redis_url 0)" --ttl 1 -w 120
+    server_monkey redis holder_kill redis_fault
     wait "$WORKERS_PID"
     redis_stop
-    FAULTS=("$(printf '%s\n' "${FAULTS[@]}" | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')")
     report redis $((SECONDS - start))
+}
+
+redis_fault() { # KIND MS
+    case $1 in
+    restart)
+        # The server's data goes, fence counters with it (SPEC §14: a fence
+        # lives as long as the server's data): the analysis allows one fresh start.
+        echo "epoch restart" >>"$RUN/log"
+        redis_restart 0
+        ;;
+    *) pause_server 0 "$2" ;;
+    esac
 }
 
 # Builders killed at random points; every output a caller got with status 0

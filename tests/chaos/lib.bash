@@ -76,63 +76,93 @@ kill_holder() {
 }
 
 # --- redis-server ---------------------------------------------------------------
+# A backend's servers are numbered 0, 1, ...: SRV_PORT[I] and SRV_PID[I]; each
+# runs in its own directory, $RUN/srvI (a cluster node keeps its nodes.conf
+# there), with the extra redis-server arguments REDIS_ARGS (a cluster's).
 
-REDIS_PID=
+SRV_PORT=() SRV_PID=() REDIS_ARGS=()
 
+# free_port: a loopback port in 20000-50000 that nothing listens on, nor on
+# the port + 10000 (a cluster node's bus port).
 free_port() {
     local p i
     for ((i = 0; i < 100; i++)); do
-        p=$(rand_between 20000 60000)
-        [[ -z $(ss -Hltn "sport = :$p" 2>/dev/null) ]] && { echo "$p"; return 0; }
+        p=$(rand_between 20000 50000)
+        [[ -z $(ss -Hltn "sport = :$p or sport = :$((p + 10000))" 2>/dev/null) ]] && { echo "$p"; return 0; }
     done
     return 1
 }
 
-rcli() { timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+# rcli_to I ARGS...: redis-cli to server I, bounded (a paused server cannot hang us).
+rcli_to() {
+    local i=$1
+    shift
+    timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "${SRV_PORT[i]}" "$@"
+}
 
-# redis_spawn: start a server on REDIS_PORT (loopback, no persistence); sets REDIS_PID.
+# redis_url I: the URL of server I.
+redis_url() { echo "redis://127.0.0.1:${SRV_PORT[$1]}/0"; }
+
+# redis_spawn I: start server I on SRV_PORT[I] (loopback, no persistence); sets SRV_PID[I].
 redis_spawn() {
-    local i
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-        --dir "$RUN" --logfile '' </dev/null >>"$RUN/redis.log" 2>&1 &
-    REDIS_PID=$!
-    for ((i = 0; i < 100; i++)); do
-        [[ $(rcli PING 2>/dev/null) == PONG ]] && return 0
-        kill -0 "$REDIS_PID" 2>/dev/null || return 1
+    local i=$1 n dir=$RUN/srv$1
+    mkdir -p "$dir"
+    redis-server --port "${SRV_PORT[i]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+        --dir "$dir" --logfile '' "${REDIS_ARGS[@]}" </dev/null >>"$dir/redis.log" 2>&1 &
+    SRV_PID[i]=$!
+    for ((n = 0; n < 100; n++)); do
+        [[ $(rcli_to "$i" PING 2>/dev/null) == PONG ]] && return 0
+        kill -0 "${SRV_PID[i]}" 2>/dev/null || break
         nap 0.05
     done
+    redis_stop_one "$i"
     return 1
 }
 
+# redis_start N: servers 0 to N-1, each on a free port.
 redis_start() {
-    local try
-    for ((try = 0; try < 5; try++)); do
-        REDIS_PORT=$(free_port) && redis_spawn && return 0
+    local i try
+    for ((i = 0; i < $1; i++)); do
+        for ((try = 0; try < 5; try++)); do
+            SRV_PORT[i]=$(free_port) && redis_spawn "$i" && continue 2
+        done
+        echo "chaos: redis-server did not start" >&2
+        return 1
     done
-    echo "chaos: redis-server did not start" >&2
-    return 1
 }
 
+# redis_stop_one I: stop server I by its PID (resumed first if stopped).
+redis_stop_one() {
+    local pid=${SRV_PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    kill -CONT "$pid" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    SRV_PID[$1]=
+}
+
+# redis_stop: every server of the backend.
 redis_stop() {
-    [[ -n ${REDIS_PID:-} ]] || return 0
-    kill -CONT "$REDIS_PID" 2>/dev/null
-    kill -TERM "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-    REDIS_PID=
+    local i
+    for i in "${!SRV_PID[@]}"; do
+        redis_stop_one "$i"
+    done
+    SRV_PID=() SRV_PORT=()
 }
 
-# redis_restart: SHUTDOWN NOSAVE (clients see their connections closed, every
-# key is gone), then the same port again.
+# redis_restart I [DOWN]: SHUTDOWN NOSAVE (clients see their connections
+# closed, every key is gone), DOWN seconds without it (0), then the same
+# port again. The caller logs what the lost keys mean for its analysis.
 redis_restart() {
-    local try
-    # The server's data goes, fence counters with it (SPEC §14: a fence lives
-    # as long as the server's data): the analysis allows one fresh start.
-    echo "epoch restart" >>"$RUN/log"
-    rcli SHUTDOWN NOSAVE >/dev/null 2>&1
-    wait "$REDIS_PID" 2>/dev/null
+    local i=$1 try
+    rcli_to "$i" SHUTDOWN NOSAVE >/dev/null 2>&1 || kill -KILL "${SRV_PID[i]}" 2>/dev/null
+    wait "${SRV_PID[i]}" 2>/dev/null
+    SRV_PID[i]=
+    [[ ${2:-0} == 0 ]] || nap "$2"
     for ((try = 0; try < 40; try++)); do
-        redis_spawn && return 0
+        redis_spawn "$i" && return 0
         nap 0.1
     done
     return 1
 }
+
