@@ -131,9 +131,10 @@ report() {
 # fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500; shorter and longer
 # than the workers' TTL of 1 s), 3 × SCALE of each (they cost seconds each: a
 # fixed number, spread out).
-# Leaves FAULTS as counts per kind.
+# ONE_FAULT_AT_A_TIME=1: a server fault waits for the end of the last pause
+# (a quorum keeps its majority). Leaves FAULTS as counts per kind.
 server_monkey() {
-    local name=$1 kill=$2 fault=$3 kind kinds ms
+    local name=$1 kill=$2 fault=$3 kind kinds ms us paused_until=0
     local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
     while [[ ! -e $RUN/done ]]; do
         nap "0.$(rand_between 3 9)"
@@ -154,6 +155,10 @@ server_monkey() {
         done
         ((${#kinds[@]} > 0)) || continue
         kind=${kinds[RANDOM % ${#kinds[@]}]}
+        if [[ -n ${ONE_FAULT_AT_A_TIME:-} ]]; then # wait for the end of a pause
+            us=$((paused_until - ${EPOCHREALTIME/./}))
+            ((us > 0)) && nap "$((us / 1000000)).$(printf %06d $((us % 1000000)))"
+        fi
         left[$kind]=$((left[$kind] - 1))
         FAULTS+=("$kind")
         case $kind in
@@ -161,6 +166,7 @@ server_monkey() {
         pause-1.5s) ms=1500 ;;
         *) ms=0 ;;
         esac
+        paused_until=$((${EPOCHREALTIME/./} + ms * 1000))
         "$fault" "$kind" "$ms" || {
             check "$name: $kind" 1
             break
@@ -216,6 +222,41 @@ redis_fault() { # KIND MS
         redis_restart 0
         ;;
     *) pause_server 0 "$2" ;;
+    esac
+}
+
+# Three independent masters (--redis given 3 times), one server fault at a
+# time so that a majority stays up. A quorum lock has no fence.
+backend_quorum() {
+    local w=6 k=$((150 * SCALE)) start=$SECONDS i urls=() # three servers a run: fewer runs
+    new_run
+    redis_start 3 || {
+        check "quorum: server start" 1
+        return
+    }
+    for i in 0 1 2; do
+        urls+=(--redis "$(redis_url "$i")")
+    done
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=no NO_FENCE_WHY="a quorum lock has none"
+    # An io timeout well under the TTL: an acquisition meets a paused server
+    # and still gets the lock from the other two (within its validity).
+    LONG_NAP=1.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" "${urls[@]}" --ttl 1 --io-timeout 0.3 -w 120
+    ONE_FAULT_AT_A_TIME=1 server_monkey quorum holder_kill quorum_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    report quorum $((SECONDS - start))
+}
+
+quorum_fault() { # KIND MS: on one server of the three
+    local i=$((RANDOM % 3))
+    case $1 in
+    # Down for longer than the TTL: the quorum's guarantee holds only while
+    # no server loses its keys in a restart within a time to live (man:
+    # Quorum). Back sooner without its keys, a lock that a majority held
+    # with it (two of three: the third was down or paused when it was taken)
+    # is left on one server, and a second holder can take the other two.
+    restart) redis_restart "$i" 1.5 ;;
+    *) pause_server "$i" "$2" ;;
     esac
 }
 
