@@ -260,6 +260,65 @@ quorum_fault() { # KIND MS: on one server of the three
     esac
 }
 
+# A 3-master Redis Cluster; one lock key per master, each with its own
+# witnesses ($RUN/kI), its workers connected through the next node (so their
+# commands are redirected). A restarted node keeps its slots (nodes.conf) and
+# loses its keys, fences with them, as a restarted single server does.
+backend_cluster() {
+    local w=2 k=$((200 * SCALE)) start=$SECONDS i
+    new_run
+    REDIS_ARGS=(--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000)
+    if ! { redis_start 3 && cluster_create; }; then
+        check "cluster: cluster start" 1
+        redis_stop
+        return
+    fi
+    LOGS=()
+    for i in 0 1 2; do
+        CLUSTER_KEY[i]=$(key_on_node "$i") || {
+            check "cluster: a key on node $i" 1
+            redis_stop
+            return
+        }
+        witnesses "$RUN/k$i"
+        LOGS+=("$RUN/k$i/log")
+    done
+    EXPECT_SECTIONS=$((3 * w * k * 8 / 10)) EXPECT_FENCES=yes
+    start_in_background cluster_workers "$w" "$k"
+    server_monkey cluster cluster_kill cluster_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    report cluster $((SECONDS - start))
+}
+
+# cluster_workers W K: W workers on each node's key (W × 3 in all).
+cluster_workers() {
+    local i pids=()
+    for ((i = 0; i < 3; i++)); do
+        LONG_NAP=1.5 LONG_NAP_PERCENT=1 key_workers "$RUN/k$i" "${CLUSTER_KEY[i]}" "$1" "$2" \
+            --redis "$(redis_url $(((i + 1) % 3)))" --ttl 1 -w 120 &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+}
+
+# cluster_kill: the holder of one of the three keys, if one is in its section.
+cluster_kill() {
+    local RUN=$RUN/k$((RANDOM % 3))
+    kill_holder parent
+}
+
+cluster_fault() { # KIND MS: on one node of the three
+    local i=$((RANDOM % 3))
+    case $1 in
+    restart)
+        echo "epoch restart" >>"$RUN/k$i/log" # its key's fence counter goes
+        redis_restart "$i" && cluster_wait_ok
+        ;;
+    *) pause_server "$i" "$2" ;;
+    esac
+}
+
 # Builders killed at random points; every output a caller got with status 0
 # is compared byte for byte with the one right output.
 backend_cache() {

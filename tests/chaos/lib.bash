@@ -22,9 +22,9 @@ ppid_of() {
     printf '%s\n' "$ppid"
 }
 
-# worker ID K LOCK_ARGS...: K sections, one bufferlock run each. Logs "hung"
-# for a run that outlived its time limit, "lost" when bufferlock said the
-# lock was lost under it.
+# worker ID K LOCK_ARGS...: K sections, one bufferlock run each, on the lock
+# CHAOS_KEY (chaos). Logs "hung" for a run that outlived its time limit,
+# "lost" when bufferlock said the lock was lost under it.
 worker() {
     local id=$1 k=$2 i tag status err=$RUN/err.$1
     shift 2
@@ -32,7 +32,7 @@ worker() {
         tag=w$id.$i
         status=0
         CHAOS_TAG=$tag CHAOS_NAP=$(section_nap) timeout -k 5 "$SECTION_LIMIT" \
-            "$BL" "$@" chaos "$HERE/section.sh" 2>"$err" || status=$?
+            "$BL" "$@" "${CHAOS_KEY:-chaos}" "$HERE/section.sh" 2>"$err" || status=$?
         ((status == 124)) && echo "hung $tag" >>"$RUN/log"
         grep -q 'lost the lock' "$err" && echo "lost $tag" >>"$RUN/log"
         cat "$err" >>"$RUN/stderr"
@@ -57,6 +57,15 @@ run_workers() {
         pids+=($!)
     done
     wait "${pids[@]}"
+}
+
+# key_workers DIR KEY W K LOCK_ARGS...: run_workers on the lock KEY, with
+# its own witnesses in DIR (several keys at once: one DIR each).
+key_workers() {
+    local RUN=$1 CHAOS_KEY=$2
+    local -x CHAOS_DIR=$1
+    shift 2
+    run_workers "$@"
 }
 
 # kill_holder MODE: SIGKILL the holder of the section running now (MODE
@@ -166,3 +175,44 @@ redis_restart() {
     return 1
 }
 
+# --- Redis Cluster ----------------------------------------------------------------
+
+# cluster_create: join servers 0, 1, ... (started with --cluster-enabled yes)
+# into one cluster, the slots spread by `redis-cli --cluster create`.
+cluster_create() {
+    local i addrs=()
+    for i in "${!SRV_PORT[@]}"; do
+        addrs+=("127.0.0.1:${SRV_PORT[i]}")
+    done
+    rcli_to 0 --cluster create "${addrs[@]}" --cluster-yes >>"$RUN/cluster-create.log" 2>&1 &&
+        cluster_wait_ok
+}
+
+# cluster_wait_ok: until every node reports cluster_state:ok (10 s at most).
+cluster_wait_ok() {
+    local n i ok
+    for ((n = 0; n < 200; n++)); do
+        ok=0
+        for i in "${!SRV_PORT[@]}"; do
+            rcli_to "$i" CLUSTER INFO | grep -q '^cluster_state:ok' && ok=$((ok + 1))
+        done
+        ((ok == ${#SRV_PORT[@]})) && return 0
+        nap 0.05
+    done
+    echo "chaos: the cluster never reached cluster_state:ok" >&2
+    return 1
+}
+
+# key_on_node I: a lock KEY whose Redis key (buffer:lock:MD5) node I serves:
+# the node answers for it instead of redirecting (MOVED).
+key_on_node() {
+    local n sum
+    for ((n = 0; n < 200; n++)); do
+        sum=$(printf %s "chaos-$n" | md5sum)
+        [[ $(rcli_to "$1" EXISTS "buffer:lock:${sum%% *}") == 0 ]] && {
+            echo "chaos-$n"
+            return 0
+        }
+    done
+    return 1
+}
