@@ -127,33 +127,30 @@ report() {
 }
 
 # server_monkey NAME KILL FAULT: until the workers are done, every 0.3-0.9 s
-# either KILL (SIGKILL a holder) or, 3 times in 10, FAULT KIND MS, a server
-# fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500; shorter and longer
-# than the workers' TTL of 1 s), 3 × SCALE of each (they cost seconds each: a
-# fixed number, spread out).
+# either KILL (SIGKILL a holder; 7 times in 10) or, when one is due, FAULT
+# KIND MS, a server fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500;
+# shorter and longer than the workers' TTL of 1 s), 3 × SCALE of each, one
+# every 0.5-2 s (they cost seconds each: a fixed number, on a schedule, so
+# that a short run gets them all).
 # ONE_FAULT_AT_A_TIME=1: a server fault waits for the end of the last pause
 # (a quorum keeps its majority). Leaves FAULTS as counts per kind.
 server_monkey() {
-    local name=$1 kill=$2 fault=$3 kind kinds ms us paused_until=0
+    local name=$1 kill=$2 fault=$3 kind kinds ms us paused_until=0 next_fault
     local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    next_fault=$((${EPOCHREALTIME/./} + $(rand_between 500 2000) * 1000))
     while [[ ! -e $RUN/done ]]; do
         nap "0.$(rand_between 3 9)"
         [[ -e $RUN/done ]] && break
-        kind=$(rand_between 0 9)
-        case $kind in
-        [6-8]) ;;
-        9) continue ;;
-        *)
-            "$kill"
-            continue
-            ;;
-        esac
-        # one of the kinds not yet done, so that a short run gets them all
         kinds=()
-        for kind in "${!left[@]}"; do
-            ((left[$kind] > 0)) && kinds+=("$kind")
-        done
-        ((${#kinds[@]} > 0)) || continue
+        if ((${EPOCHREALTIME/./} >= next_fault)); then
+            for kind in "${!left[@]}"; do
+                ((left[$kind] > 0)) && kinds+=("$kind")
+            done
+        fi
+        if ((${#kinds[@]} == 0)); then
+            (($(rand_between 0 9) < 7)) && "$kill"
+            continue
+        fi
         kind=${kinds[RANDOM % ${#kinds[@]}]}
         if [[ -n ${ONE_FAULT_AT_A_TIME:-} ]]; then # wait for the end of a pause
             us=$((paused_until - ${EPOCHREALTIME/./}))
@@ -171,6 +168,7 @@ server_monkey() {
             check "$name: $kind" 1
             break
         }
+        next_fault=$((${EPOCHREALTIME/./} + $(rand_between 500 2000) * 1000))
     done
     ((${#FAULTS[@]} > 0)) || return 0
     FAULTS=("$(printf '%s\n' "${FAULTS[@]}" | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')")
