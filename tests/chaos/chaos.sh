@@ -2,8 +2,13 @@
 # The chaos harness: mutual exclusion and the cache under random kills and
 # server faults, with counts (README: Chaos).
 #
-#   tests/chaos/chaos.sh [short|long] [BACKEND...]     backends: file redis cache
+#   tests/chaos/chaos.sh [short|long] [BACKEND...]
 #
+# Backends (all by default): file; redis (one server: restarts, CLIENT PAUSE
+# shorter and longer than the TTL); quorum (3 independent masters, one
+# server faulted at a time, restarts kept down longer than the TTL; no
+# fences); cluster (a 3-master Redis Cluster, one lock key per master; node
+# restarts lose the keys and fences as a single server's do); cache.
 # short: about 10^3 sections per backend (CI); long: about 10^5.
 # Prints one summary line per backend and ends with
 #   chaos: N checks passed, M failed
@@ -11,10 +16,10 @@
 # the run directories (logs) under TMPDIR.
 #
 # Each backend is one function, backend_NAME, that runs its workers and its
-# monkey and leaves the log for analyse.awk. The topologies still to come
-# (Redis Cluster, quorum, Sentinel failover) and fences plug in the same way:
-# a backend_redis_cluster that starts its servers and picks its faults, and
-# section.sh already logs BUFFERLOCK_FENCE when the command gets one.
+# monkey and leaves its logs (LOGS, one per lock key) for analyse.awk.
+# A topology still to come (Sentinel failover) plugs in the same way: a
+# backend_NAME that starts its servers (redis_start), and a fault function
+# for server_monkey.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
@@ -23,12 +28,12 @@ source "$HERE/lib.bash"
 mode=${1:-short}
 shift || true
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(file redis cache)
+[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster cache)
 case $mode in
 short) SCALE=1 ;;
 long) SCALE=100 ;;
 *)
-    echo "usage: $0 [short|long] [file|redis|cache...]" >&2
+    echo "usage: $0 [short|long] [file|redis|quorum|cluster|cache...]" >&2
     exit 64
     ;;
 esac
