@@ -128,7 +128,7 @@ redis_spawn() {
     return 1
 }
 
-# redis_start N: servers 0 to N-1, each on a free port.
+# redis_start N: servers 0 to N-1, each on a free port (none if one fails).
 redis_start() {
     local i try
     for ((i = 0; i < $1; i++)); do
@@ -136,6 +136,7 @@ redis_start() {
             SRV_PORT[i]=$(free_port) && redis_spawn "$i" && continue 2
         done
         echo "chaos: redis-server did not start" >&2
+        redis_stop # the ones that did
         return 1
     done
 }
