@@ -2,8 +2,13 @@
 # The chaos harness: mutual exclusion and the cache under random kills and
 # server faults, with counts (README: Chaos).
 #
-#   tests/chaos/chaos.sh [short|long] [BACKEND...]     backends: file redis cache
+#   tests/chaos/chaos.sh [short|long] [BACKEND...]
 #
+# Backends (all by default): file; redis (one server: restarts, CLIENT PAUSE
+# shorter and longer than the TTL); quorum (3 independent masters, one
+# server faulted at a time, restarts kept down longer than the TTL; no
+# fences); cluster (a 3-master Redis Cluster, one lock key per master; node
+# restarts lose the keys and fences as a single server's do); cache.
 # short: about 10^3 sections per backend (CI); long: about 10^5.
 # Prints one summary line per backend and ends with
 #   chaos: N checks passed, M failed
@@ -11,10 +16,10 @@
 # the run directories (logs) under TMPDIR.
 #
 # Each backend is one function, backend_NAME, that runs its workers and its
-# monkey and leaves the log for analyse.awk. The topologies still to come
-# (Redis Cluster, quorum, Sentinel failover) and fences plug in the same way:
-# a backend_redis_cluster that starts its servers and picks its faults, and
-# section.sh already logs BUFFERLOCK_FENCE when the command gets one.
+# monkey and leaves its logs (LOGS, one per lock key) for analyse.awk.
+# A topology still to come (Sentinel failover) plugs in the same way: a
+# backend_NAME that starts its servers (redis_start), and a fault function
+# for server_monkey.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
@@ -23,12 +28,12 @@ source "$HERE/lib.bash"
 mode=${1:-short}
 shift || true
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(file redis cache)
+[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster cache)
 case $mode in
 short) SCALE=1 ;;
 long) SCALE=100 ;;
 *)
-    echo "usage: $0 [short|long] [file|redis|cache...]" >&2
+    echo "usage: $0 [short|long] [file|redis|quorum|cluster|cache...]" >&2
     exit 64
     ;;
 esac
@@ -46,24 +51,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# new_run: a fresh directory with the witnesses' files.
+# new_run: a fresh directory with the witnesses' files; a backend's settings
+# back to their defaults.
 new_run() {
     [[ -n $RUN && -z ${CHAOS_KEEP:-} ]] && rm -rf -- "$RUN"
     RUN=$(mktemp -d "${TMPDIR:-/tmp}/bufferlock-chaos.XXXXXX")
-    mkfifo "$RUN/nap.fifo"
+    witnesses "$RUN"
     mkdir "$RUN/builders"
-    : >"$RUN/log"
     : >"$RUN/stderr"
-    : >"$RUN/counter"
     exec 7<>"$RUN/nap.fifo"
     export CHAOS_DIR=$RUN
-    KILLS=0 FAULTS=()
+    KILLS=0 FAULTS=() LOGS=("$RUN/log") EXPECT_FENCES='' NO_FENCE_WHY='' REDIS_ARGS=()
+}
+
+# witnesses DIR: the files section.sh writes to, one set per lock key.
+witnesses() {
+    mkdir -p "$1"
+    mkfifo "$1/nap.fifo"
+    : >"$1/log"
+    : >"$1/counter"
 }
 
 # start_workers W K LOCK_ARGS...: workers in the background; $RUN/done when all ended.
-start_workers() {
+start_workers() { start_in_background run_workers "$@"; }
+
+# start_in_background COMMAND...: COMMAND runs the workers; $RUN/done when it ended.
+start_in_background() {
     (
-        run_workers "$@"
+        "$@"
         : >"$RUN/done"
     ) &
     WORKERS_PID=$!
@@ -78,32 +93,103 @@ check() { # NAME OK?
     fi
 }
 
-# report NAME SECONDS: the counts of the log, and the checks on them.
+# report NAME SECONDS: the counts of the logs (LOGS: one per lock key, added
+# up), and the checks on them. EXPECT_FENCES yes or no: whether the lock
+# gives the command fences (NO_FENCE_WHY says why not).
 report() {
-    local name=$1 secs=$2 counts
-    counts=$(awk -f "$HERE/analyse.awk" "$RUN/log")
+    local name=$1 secs=$2 log counts kv k v fence_text
     local -A c
-    local kv
-    for kv in $counts; do
-        c[${kv%%=*}]=${kv#*=}
+    for log in "${LOGS[@]}"; do
+        read -ra counts < <(awk -f "$HERE/analyse.awk" "$log")
+        for kv in "${counts[@]}"; do
+            k=${kv%%=*} v=${kv#*=}
+            if [[ $v == n/a ]]; then
+                c[$k]=${c[$k]:-n/a}
+            else
+                [[ ${c[$k]:-n/a} == n/a ]] && c[$k]=0
+                c[$k]=$((c[$k] + v))
+            fi
+        done
     done
+    if [[ ${c[fences]} == n/a ]]; then
+        fence_text="n/a (no fences${NO_FENCE_WHY:+: $NO_FENCE_WHY})"
+    else
+        fence_text="${c[fence_violations]} (${c[fences]} fences)"
+    fi
     printf '%s: %s sections, %s killed, faults [%s]; mutual-exclusion violations %s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
         "$name" "${c[sections]}" "$KILLS" "${FAULTS[*]:-none}" "${c[violations]}" "${c[outlived]}" \
         "$([[ ${c[fences]} == n/a ]] && echo n/a || echo "would have stopped ${c[outlived]}")" \
-        "${c[increments_bad]}" "${c[increments_bad_outlived]}" "${c[fence_violations]}" "${c[hung]}" "$secs"
+        "${c[increments_bad]}" "${c[increments_bad_outlived]}" "$fence_text" "${c[hung]}" "$secs"
     check "$name: sections completed" $((c[sections] < EXPECT_SECTIONS))
     check "$name: mutual exclusion" $((c[violations] != 0))
     check "$name: increments" $((c[increments_bad] - c[increments_bad_outlived] != 0))
     check "$name: fence order" $((c[fence_violations] != 0))
     check "$name: no hung worker" $((c[hung] != 0))
+    case $EXPECT_FENCES in
+    yes) check "$name: the command gets fences" "$([[ ${c[fences]} != n/a ]]; echo $?)" ;;
+    no) check "$name: the command gets no fence" "$([[ ${c[fences]} == n/a ]]; echo $?)" ;;
+    esac
 }
+
+# server_monkey NAME KILL FAULT: until the workers are done, every 0.3-0.9 s
+# either KILL (SIGKILL a holder; 7 times in 10) or, when one is due, FAULT
+# KIND MS, a server fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500;
+# shorter and longer than the workers' TTL of 1 s), 3 × SCALE of each, one
+# every 0.5-2 s (they cost seconds each: a fixed number, on a schedule, so
+# that a short run gets them all).
+# ONE_FAULT_AT_A_TIME=1: a server fault waits for the end of the last pause
+# (a quorum keeps its majority). Leaves FAULTS as counts per kind.
+server_monkey() {
+    local name=$1 kill=$2 fault=$3 kind kinds ms us paused_until=0 next_fault
+    local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    next_fault=$((${EPOCHREALTIME/./} + $(rand_between 500 2000) * 1000))
+    while [[ ! -e $RUN/done ]]; do
+        nap "0.$(rand_between 3 9)"
+        [[ -e $RUN/done ]] && break
+        kinds=()
+        if ((${EPOCHREALTIME/./} >= next_fault)); then
+            for kind in "${!left[@]}"; do
+                ((left[$kind] > 0)) && kinds+=("$kind")
+            done
+        fi
+        if ((${#kinds[@]} == 0)); then
+            (($(rand_between 0 9) < 7)) && "$kill"
+            continue
+        fi
+        kind=${kinds[RANDOM % ${#kinds[@]}]}
+        if [[ -n ${ONE_FAULT_AT_A_TIME:-} ]]; then # wait for the end of a pause
+            us=$((paused_until - ${EPOCHREALTIME/./}))
+            ((us > 0)) && nap "$((us / 1000000)).$(printf %06d $((us % 1000000)))"
+        fi
+        left[$kind]=$((left[$kind] - 1))
+        FAULTS+=("$kind")
+        case $kind in
+        pause-0.5s) ms=500 ;;
+        pause-1.5s) ms=1500 ;;
+        *) ms=0 ;;
+        esac
+        paused_until=$((${EPOCHREALTIME/./} + ms * 1000))
+        "$fault" "$kind" "$ms" || {
+            check "$name: $kind" 1
+            break
+        }
+        next_fault=$((${EPOCHREALTIME/./} + $(rand_between 500 2000) * 1000))
+    done
+    ((${#FAULTS[@]} > 0)) || return 0
+    FAULTS=("$(printf '%s\n' "${FAULTS[@]}" | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')")
+}
+
+# pause_server I MS: CLIENT PAUSE on server I for MS ms.
+pause_server() { rcli_to "$1" CLIENT PAUSE "$2" ALL >/dev/null; }
+
+holder_kill() { kill_holder parent; }
 
 # --- backends -------------------------------------------------------------------
 
 backend_file() {
     local w=8 k=$((125 * SCALE)) start=$SECONDS
     new_run
-    EXPECT_SECTIONS=$((w * k * 8 / 10)) # killed sections do not complete
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes # killed sections do not complete
     start_workers "$w" "$k" -d "$RUN/locks" -w 60
     while [[ ! -e $RUN/done ]]; do
         nap "0.0$(rand_between 10 60)"
@@ -114,45 +200,126 @@ backend_file() {
 }
 
 backend_redis() {
-    local w=6 k=$((170 * SCALE)) start=$SECONDS fault
-    # Server faults cost seconds each: a fixed number per kind, spread out.
-    local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    local w=6 k=$((170 * SCALE)) start=$SECONDS
     new_run
-    redis_start || {
+    redis_start 1 || {
         check "redis: server start" 1
         return
     }
-    EXPECT_SECTIONS=$((w * k * 8 / 10))
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes
     # A few long sections, so that renewals meet the pauses.
     LONG_NAP=1.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" \
-        --redis "redis://127.0.0.1:$REDIS_PORT/0" --ttl 1 -w 120
-    while [[ ! -e $RUN/done ]]; do
-        nap "0.$(rand_between 3 9)"
-        [[ -e $RUN/done ]] && break
-        fault=$(rand_between 0 9)
-        case $fault in
-        6) fault=restart ;;
-        7) fault=pause-0.5s ;;
-        8) fault=pause-1.5s ;;
-        9) continue ;;
-        *)
-            kill_holder parent
-            continue
-            ;;
-        esac
-        ((left[$fault] > 0)) || continue
-        left[$fault]=$((left[$fault] - 1))
-        FAULTS+=("$fault")
-        case $fault in
-        restart) redis_restart || break ;;
-        pause-0.5s) rcli CLIENT PAUSE 500 ALL >/dev/null ;;  # shorter than the TTL
-        pause-1.5s) rcli CLIENT PAUSE 1500 ALL >/dev/null ;; # longer than the TTL
-        esac
-    done
+        --redis "$(redis_url 0)" --ttl 1 -w 120
+    server_monkey redis holder_kill redis_fault
     wait "$WORKERS_PID"
     redis_stop
-    FAULTS=("$(printf '%s\n' "${FAULTS[@]}" | sort | uniq -c | awk '{ printf "%s%s×%s", (NR > 1 ? " " : ""), $2, $1 }')")
     report redis $((SECONDS - start))
+}
+
+redis_fault() { # KIND MS
+    case $1 in
+    restart)
+        # The server's data goes, fence counters with it (SPEC §14: a fence
+        # lives as long as the server's data): the analysis allows one fresh start.
+        echo "epoch restart" >>"$RUN/log"
+        redis_restart 0
+        ;;
+    *) pause_server 0 "$2" ;;
+    esac
+}
+
+# Three independent masters (--redis given 3 times), one server fault at a
+# time so that a majority stays up. A quorum lock has no fence.
+backend_quorum() {
+    local w=6 k=$((150 * SCALE)) start=$SECONDS i urls=() # three servers a run: fewer runs
+    new_run
+    redis_start 3 || {
+        check "quorum: server start" 1
+        return
+    }
+    for i in 0 1 2; do
+        urls+=(--redis "$(redis_url "$i")")
+    done
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=no NO_FENCE_WHY="a quorum lock has none"
+    # An io timeout well under the TTL: an acquisition meets a paused server
+    # and still gets the lock from the other two (within its validity).
+    LONG_NAP=1.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" "${urls[@]}" --ttl 1 --io-timeout 0.3 -w 120
+    ONE_FAULT_AT_A_TIME=1 server_monkey quorum holder_kill quorum_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    report quorum $((SECONDS - start))
+}
+
+quorum_fault() { # KIND MS: on one server of the three
+    local i=$((RANDOM % 3))
+    case $1 in
+    # Down for longer than the TTL: the quorum's guarantee holds only while
+    # no server loses its keys in a restart within a time to live (man:
+    # Quorum). Back sooner without its keys, a lock that a majority held
+    # with it (two of three: the third was down or paused when it was taken)
+    # is left on one server, and a second holder can take the other two.
+    restart) redis_restart "$i" 1.5 ;;
+    *) pause_server "$i" "$2" ;;
+    esac
+}
+
+# A 3-master Redis Cluster; one lock key per master, each with its own
+# witnesses ($RUN/kI), its workers connected through the next node (so their
+# commands are redirected). A restarted node keeps its slots (nodes.conf) and
+# loses its keys, fences with them, as a restarted single server does.
+backend_cluster() {
+    local w=2 k=$((200 * SCALE)) start=$SECONDS i
+    new_run
+    REDIS_ARGS=(--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000)
+    if ! { redis_start 3 && cluster_create; }; then
+        check "cluster: cluster start" 1
+        redis_stop
+        return
+    fi
+    LOGS=()
+    for i in 0 1 2; do
+        CLUSTER_KEY[i]=$(key_on_node "$i") || {
+            check "cluster: a key on node $i" 1
+            redis_stop
+            return
+        }
+        witnesses "$RUN/k$i"
+        LOGS+=("$RUN/k$i/log")
+    done
+    EXPECT_SECTIONS=$((3 * w * k * 8 / 10)) EXPECT_FENCES=yes
+    start_in_background cluster_workers "$w" "$k"
+    server_monkey cluster cluster_kill cluster_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    report cluster $((SECONDS - start))
+}
+
+# cluster_workers W K: W workers on each node's key (W × 3 in all).
+cluster_workers() {
+    local i pids=()
+    for ((i = 0; i < 3; i++)); do
+        LONG_NAP=1.5 LONG_NAP_PERCENT=1 key_workers "$RUN/k$i" "${CLUSTER_KEY[i]}" "$1" "$2" \
+            --redis "$(redis_url $(((i + 1) % 3)))" --ttl 1 -w 120 &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+}
+
+# cluster_kill: the holder of one of the three keys, if one is in its section.
+cluster_kill() {
+    local RUN=$RUN/k$((RANDOM % 3))
+    kill_holder parent
+}
+
+cluster_fault() { # KIND MS: on one node of the three
+    local i=$((RANDOM % 3))
+    case $1 in
+    restart)
+        echo "epoch restart" >>"$RUN/k$i/log" # its key's fence counter goes
+        redis_restart "$i" && cluster_wait_ok
+        ;;
+    *) pause_server "$i" "$2" ;;
+    esac
 }
 
 # Builders killed at random points; every output a caller got with status 0

@@ -22,9 +22,9 @@ ppid_of() {
     printf '%s\n' "$ppid"
 }
 
-# worker ID K LOCK_ARGS...: K sections, one bufferlock run each. Logs "hung"
-# for a run that outlived its time limit, "lost" when bufferlock said the
-# lock was lost under it.
+# worker ID K LOCK_ARGS...: K sections, one bufferlock run each, on the lock
+# CHAOS_KEY (chaos). Logs "hung" for a run that outlived its time limit,
+# "lost" when bufferlock said the lock was lost under it.
 worker() {
     local id=$1 k=$2 i tag status err=$RUN/err.$1
     shift 2
@@ -32,7 +32,7 @@ worker() {
         tag=w$id.$i
         status=0
         CHAOS_TAG=$tag CHAOS_NAP=$(section_nap) timeout -k 5 "$SECTION_LIMIT" \
-            "$BL" "$@" chaos "$HERE/section.sh" 2>"$err" || status=$?
+            "$BL" "$@" "${CHAOS_KEY:-chaos}" "$HERE/section.sh" 2>"$err" || status=$?
         ((status == 124)) && echo "hung $tag" >>"$RUN/log"
         grep -q 'lost the lock' "$err" && echo "lost $tag" >>"$RUN/log"
         cat "$err" >>"$RUN/stderr"
@@ -59,6 +59,15 @@ run_workers() {
     wait "${pids[@]}"
 }
 
+# key_workers DIR KEY W K LOCK_ARGS...: run_workers on the lock KEY, with
+# its own witnesses in DIR (several keys at once: one DIR each).
+key_workers() {
+    local RUN=$1 CHAOS_KEY=$2
+    local -x CHAOS_DIR=$1
+    shift 2
+    run_workers "$@"
+}
+
 # kill_holder MODE: SIGKILL the holder of the section running now (MODE
 # self: the section process, which holds a file lock; parent: also its
 # bufferlock, which holds a Redis lock). Logged before the signal is sent.
@@ -76,63 +85,135 @@ kill_holder() {
 }
 
 # --- redis-server ---------------------------------------------------------------
+# A backend's servers are numbered 0, 1, ...: SRV_PORT[I] and SRV_PID[I]; each
+# runs in its own directory, $RUN/srvI (a cluster node keeps its nodes.conf
+# there), with the extra redis-server arguments REDIS_ARGS (a cluster's).
 
-REDIS_PID=
+SRV_PORT=() SRV_PID=() REDIS_ARGS=()
 
+# free_port: a loopback port in 20000-50000 that nothing listens on, nor on
+# the port + 10000 (a cluster node's bus port).
 free_port() {
     local p i
     for ((i = 0; i < 100; i++)); do
-        p=$(rand_between 20000 60000)
-        [[ -z $(ss -Hltn "sport = :$p" 2>/dev/null) ]] && { echo "$p"; return 0; }
+        p=$(rand_between 20000 50000)
+        [[ -z $(ss -Hltn "sport = :$p or sport = :$((p + 10000))" 2>/dev/null) ]] && { echo "$p"; return 0; }
     done
     return 1
 }
 
-rcli() { timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+# rcli_to I ARGS...: redis-cli to server I, bounded (a paused server cannot hang us).
+rcli_to() {
+    local i=$1
+    shift
+    timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "${SRV_PORT[i]}" "$@"
+}
 
-# redis_spawn: start a server on REDIS_PORT (loopback, no persistence); sets REDIS_PID.
+# redis_url I: the URL of server I.
+redis_url() { echo "redis://127.0.0.1:${SRV_PORT[$1]}/0"; }
+
+# redis_spawn I: start server I on SRV_PORT[I] (loopback, no persistence); sets SRV_PID[I].
 redis_spawn() {
-    local i
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-        --dir "$RUN" --logfile '' </dev/null >>"$RUN/redis.log" 2>&1 &
-    REDIS_PID=$!
-    for ((i = 0; i < 100; i++)); do
-        [[ $(rcli PING 2>/dev/null) == PONG ]] && return 0
-        kill -0 "$REDIS_PID" 2>/dev/null || return 1
+    local i=$1 n dir=$RUN/srv$1
+    mkdir -p "$dir"
+    redis-server --port "${SRV_PORT[i]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+        --dir "$dir" --logfile '' "${REDIS_ARGS[@]}" </dev/null >>"$dir/redis.log" 2>&1 &
+    SRV_PID[i]=$!
+    for ((n = 0; n < 100; n++)); do
+        [[ $(rcli_to "$i" PING 2>/dev/null) == PONG ]] && return 0
+        kill -0 "${SRV_PID[i]}" 2>/dev/null || break
         nap 0.05
     done
+    redis_stop_one "$i"
     return 1
 }
 
+# redis_start N: servers 0 to N-1, each on a free port (none if one fails).
 redis_start() {
-    local try
-    for ((try = 0; try < 5; try++)); do
-        REDIS_PORT=$(free_port) && redis_spawn && return 0
+    local i try
+    for ((i = 0; i < $1; i++)); do
+        for ((try = 0; try < 5; try++)); do
+            SRV_PORT[i]=$(free_port) && redis_spawn "$i" && continue 2
+        done
+        echo "chaos: redis-server did not start" >&2
+        redis_stop # the ones that did
+        return 1
     done
-    echo "chaos: redis-server did not start" >&2
+}
+
+# redis_stop_one I: stop server I by its PID (resumed first if stopped).
+redis_stop_one() {
+    local pid=${SRV_PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    kill -CONT "$pid" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    SRV_PID[$1]=
+}
+
+# redis_stop: every server of the backend.
+redis_stop() {
+    local i
+    for i in "${!SRV_PID[@]}"; do
+        redis_stop_one "$i"
+    done
+    SRV_PID=() SRV_PORT=()
+}
+
+# redis_restart I [DOWN]: SHUTDOWN NOSAVE (clients see their connections
+# closed, every key is gone), DOWN seconds without it (0), then the same
+# port again. The caller logs what the lost keys mean for its analysis.
+redis_restart() {
+    local i=$1 try
+    rcli_to "$i" SHUTDOWN NOSAVE >/dev/null 2>&1 || kill -KILL "${SRV_PID[i]}" 2>/dev/null
+    wait "${SRV_PID[i]}" 2>/dev/null
+    SRV_PID[i]=
+    [[ ${2:-0} == 0 ]] || nap "$2"
+    for ((try = 0; try < 40; try++)); do
+        redis_spawn "$i" && return 0
+        nap 0.1
+    done
     return 1
 }
 
-redis_stop() {
-    [[ -n ${REDIS_PID:-} ]] || return 0
-    kill -CONT "$REDIS_PID" 2>/dev/null
-    kill -TERM "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-    REDIS_PID=
+# --- Redis Cluster ----------------------------------------------------------------
+
+# cluster_create: join servers 0, 1, ... (started with --cluster-enabled yes)
+# into one cluster, the slots spread by `redis-cli --cluster create`.
+cluster_create() {
+    local i addrs=()
+    for i in "${!SRV_PORT[@]}"; do
+        addrs+=("127.0.0.1:${SRV_PORT[i]}")
+    done
+    rcli_to 0 --cluster create "${addrs[@]}" --cluster-yes >>"$RUN/cluster-create.log" 2>&1 &&
+        cluster_wait_ok
 }
 
-# redis_restart: SHUTDOWN NOSAVE (clients see their connections closed, every
-# key is gone), then the same port again.
-redis_restart() {
-    local try
-    # The server's data goes, fence counters with it (SPEC §14: a fence lives
-    # as long as the server's data): the analysis allows one fresh start.
-    echo "epoch restart" >>"$RUN/log"
-    rcli SHUTDOWN NOSAVE >/dev/null 2>&1
-    wait "$REDIS_PID" 2>/dev/null
-    for ((try = 0; try < 40; try++)); do
-        redis_spawn && return 0
-        nap 0.1
+# cluster_wait_ok: until every node reports cluster_state:ok (10 s at most).
+cluster_wait_ok() {
+    local n i ok
+    for ((n = 0; n < 200; n++)); do
+        ok=0
+        for i in "${!SRV_PORT[@]}"; do
+            rcli_to "$i" CLUSTER INFO | grep -q '^cluster_state:ok' && ok=$((ok + 1))
+        done
+        ((ok == ${#SRV_PORT[@]})) && return 0
+        nap 0.05
+    done
+    echo "chaos: the cluster never reached cluster_state:ok" >&2
+    return 1
+}
+
+# key_on_node I: a lock KEY whose Redis key (buffer:lock:MD5) node I serves:
+# the node answers for it instead of redirecting (MOVED).
+key_on_node() {
+    local n sum
+    for ((n = 0; n < 200; n++)); do
+        sum=$(printf %s "chaos-$n" | md5sum)
+        [[ $(rcli_to "$1" EXISTS "buffer:lock:${sum%% *}") == 0 ]] && {
+            echo "chaos-$n"
+            return 0
+        }
     done
     return 1
 }
