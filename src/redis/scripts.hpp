@@ -7,6 +7,7 @@
 // (EVALSHA needs them, and computing them would pull OpenSSL into start-up); a unit test checks them.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -98,6 +99,17 @@ inline std::vector<std::string_view> eval_args(const RedisScript& script, std::s
   if (script.keys == 2) args.push_back(wake_key);
   args.push_back(token);
   args.push_back(ms);
+  return args;
+}
+
+// The EVAL words of any script: its source, `nkeys` (the count of `keys`, as
+// text, kept alive by the caller), the KEYS and the ARGV. For EVALSHA, as above.
+inline std::vector<std::string_view> eval_words(const RedisScript& script, std::string_view nkeys,
+                                                const std::vector<std::string>& keys,
+                                                const std::vector<std::string_view>& argv) {
+  std::vector<std::string_view> args{"EVAL", script.source, nkeys};
+  args.insert(args.end(), keys.begin(), keys.end());
+  args.insert(args.end(), argv.begin(), argv.end());
   return args;
 }
 
