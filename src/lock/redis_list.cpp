@@ -2,10 +2,10 @@
 
 #include "lock/file_lock.hpp"
 #include "lock/holder_record.hpp"
-#include "redis/scan.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "redis/cluster.hpp"
+#include "redis/scan.hpp"
 
 #include <functional>
 #include <map>
@@ -88,7 +88,8 @@ std::string list_lines(const FoundLocks& found,
 // The first state of a one-key answer.
 RedisResult<RedisSlotState> only(RedisResult<std::vector<RedisSlotState>> states) {
   if (auto* e = std::get_if<RedisError>(&states)) return *e;
-  return std::move(std::get<std::vector<RedisSlotState>>(states).front());
+  RedisSlotState first = std::move(std::get<std::vector<RedisSlotState>>(states).front());
+  return first;
 }
 
 // Over a quorum (SPEC §13): SCAN every server, then a lock is listed when a
@@ -151,8 +152,8 @@ std::string list_redis_locks(const RedisSettings& settings, std::optional<std::s
   }
   // One key per script: on a cluster the locks live in different slots.
   std::optional<RedisError> e;
-  std::string out =
-      list_lines(found, [&](const std::string& name) { return only(redis_slot_states(client, {name})); }, e);
+  std::string out = list_lines(
+      found, [&](const std::string& name) { return only(redis_slot_states(client, {name})); }, e);
   return e ? failed(*e) : out;
 }
 

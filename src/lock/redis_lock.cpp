@@ -116,27 +116,30 @@ RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std
   };
   RedisSlotState out;
   if (same_token) {
-    const auto* a = majority_of([](const auto& x, const auto& y) { return !x.token.empty() && x.token == y.token; });
+    const auto* a =
+        majority_of([](const auto& x, const auto& y) { return !x.token.empty() && x.token == y.token; });
     if (!a) return out;
     out.token = a->token;
-    holding.erase(std::remove_if(holding.begin(), holding.end(), [&](const auto* b) { return b->token != out.token; }),
-                  holding.end());
+    holding.erase(
+        std::remove_if(holding.begin(), holding.end(), [&](const auto* b) { return b->token != out.token; }),
+        holding.end());
   }
   if (holding.size() < need) return out;
   std::vector<long long> pttls;
+  pttls.reserve(holding.size());
   for (const auto* a : holding)
     pttls.push_back(a->pttl);
   out.pttl = quorum_pttl(pttls, n);
-  if (const auto* a = majority_of([](const auto& x, const auto& y) { return same_holder(x.holder, y.holder); })) {
+  if (const auto* a =
+          majority_of([](const auto& x, const auto& y) { return same_holder(x.holder, y.holder); })) {
     out.holder = a->holder;
     out.holder.fence.reset();
   }
   return out;
 }
 
-RedisResult<std::vector<RedisSlotState>> quorum_slot_states(QuorumClient& quorum,
-                                                            const std::vector<std::string>& slot_keys,
-                                                            bool same_token) {
+RedisResult<std::vector<RedisSlotState>>
+quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_keys, bool same_token) {
   auto replies = quorum.eval_all(status_slots_script, status_keys(slot_keys), {});
   if (auto* e = std::get_if<RedisError>(&replies)) return *e;
   std::vector<std::vector<RedisSlotState>> per_slot(slot_keys.size());
@@ -262,9 +265,9 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
 
 RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms) {
   const RedisScript& script = release ? release_slot_script : renew_slot_script;
-  const std::vector<std::string> keys = release
-                                            ? std::vector<std::string>{slot_keys_[slot_], wake_key_, holder_keys_[slot_]}
-                                            : std::vector<std::string>{slot_keys_[slot_], holder_keys_[slot_]};
+  const std::vector<std::string> keys =
+      release ? std::vector<std::string>{slot_keys_[slot_], wake_key_, holder_keys_[slot_]}
+              : std::vector<std::string>{slot_keys_[slot_], holder_keys_[slot_]};
   if (quorum_) return quorum_->compare(script, keys, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
     auto reply = client_.eval(script, keys, {token_, ms});
@@ -327,7 +330,8 @@ LockStatus RedisLock::status() {
         LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
   // Over a quorum a slot is taken when a majority hold it, by whichever token.
-  auto states = quorum_ ? quorum_slot_states(*quorum_, slot_keys_, false) : redis_slot_states(client_, slot_keys_);
+  auto states =
+      quorum_ ? quorum_slot_states(*quorum_, slot_keys_, false) : redis_slot_states(client_, slot_keys_);
   if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
   const auto& slots = std::get<std::vector<RedisSlotState>>(states);
   unsigned taken = 0;

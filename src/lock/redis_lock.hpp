@@ -48,9 +48,8 @@ RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
 RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std::size_t n, bool same_token);
 
 // redis_slot_states over a quorum (SPEC §13), one round trip to all.
-RedisResult<std::vector<RedisSlotState>> quorum_slot_states(QuorumClient& quorum,
-                                                            const std::vector<std::string>& slot_keys,
-                                                            bool same_token);
+RedisResult<std::vector<RedisSlotState>>
+quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_keys, bool same_token);
 
 // " ttl=3.000 pid=12 host=h since=1.250 fence=7" for a held slot.
 std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns);

@@ -8,8 +8,8 @@
 #include <functional>
 #include <limits>
 #include <set>
-#include <tuple>
 #include <thread>
+#include <tuple>
 
 namespace bufferlock {
 
@@ -191,9 +191,9 @@ bool any_words(const std::vector<std::vector<std::string_view>>& words) {
 } // namespace
 
 RedisResult<std::optional<unsigned>> QuorumClient::acquire_slot(const std::vector<std::string>& keys,
-                                                                std::string_view wake_key, std::string_view token,
-                                                                std::string_view ms, std::string_view record,
-                                                                Nanos ttl) {
+                                                                std::string_view wake_key,
+                                                                std::string_view token, std::string_view ms,
+                                                                std::string_view record, Nanos ttl) {
   const std::size_t n = members_.size();
   const std::size_t need = quorum_majority(n);
   const auto slots = static_cast<unsigned>((keys.size() - 1) / 2);
@@ -223,12 +223,14 @@ RedisResult<std::optional<unsigned>> QuorumClient::acquire_slot(const std::vecto
     validity = quorum_validity(ttl, monotonic_now() - started);
     std::fill(votes.begin(), votes.end(), 0);
     for (std::size_t i = 0; i < n; ++i) {
-      const auto got = granted_slot(replies[i], slots);
+      const auto got = granted_slot(replies[i], (attempt_keys.size() - 1) / 2);
       if (got) {
         held[i] = first + *got;
         ++votes[first + *got];
-      } else if (first > 0 && std::holds_alternative<RedisError>(replies[i])) {
-        held[i] = first; // a server that did not answer may still have taken the slot tried alone
+      } else if (attempt_keys.size() == 3 && std::holds_alternative<RedisError>(replies[i])) {
+        // A server that did not answer may still have taken the one slot
+        // tried: the clean-up goes to it too (as Redlock's does).
+        held[i] = first;
       } else {
         held[i].reset();
       }
@@ -310,8 +312,8 @@ RedisResult<std::vector<std::string>> QuorumClient::scan(const std::vector<std::
         const auto* reply = std::get_if<RedisReply>(&*replies[i]);
         const redisReply* r = reply ? reply->get() : nullptr;
         cursors[i].clear();
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-            r->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
           outcome[i] = reply ? redis_error(RedisError::Kind::protocol,
                                            members_[i].url.display() + ": unexpected reply to SCAN")
                              : std::move(*replies[i]);

@@ -162,14 +162,15 @@ TEST(RedisQuorumState, HeldWhenAMajorityHoldIt) {
   EXPECT_EQ(s.pttl, 3000);
   EXPECT_EQ(s.token, "a");
   // One of three: free.
-  EXPECT_EQ(quorum_slot_state({slot_state(5000, "a"), slot_state(-2, ""), slot_state(-2, "")}, 3, true).pttl, -2);
+  EXPECT_EQ(quorum_slot_state({slot_state(5000, "a"), slot_state(-2, ""), slot_state(-2, "")}, 3, true).pttl,
+            -2);
   // A server that did not answer counts against: 2 answers of 5 are no majority.
   EXPECT_EQ(quorum_slot_state({slot_state(5000, "a"), slot_state(5000, "a")}, 5, true).pttl, -2);
 }
 
 TEST(RedisQuorumState, ListWantsOneTokenStatusAnyHolder) {
   const std::vector<RedisSlotState> split{slot_state(5000, "a"), slot_state(4000, "b"), slot_state(-2, "")};
-  EXPECT_EQ(quorum_slot_state(split, 3, true).pttl, -2); // list: no majority with one token
+  EXPECT_EQ(quorum_slot_state(split, 3, true).pttl, -2);    // list: no majority with one token
   EXPECT_EQ(quorum_slot_state(split, 3, false).pttl, 4000); // status: taken all the same
   const std::vector<RedisSlotState> two_of_three{slot_state(5000, "b"), slot_state(4000, "a"),
                                                  slot_state(3000, "b")};
@@ -179,12 +180,13 @@ TEST(RedisQuorumState, ListWantsOneTokenStatusAnyHolder) {
 }
 
 TEST(RedisQuorumState, HolderWhenAMajorityRecordedItWithoutFence) {
-  auto s = quorum_slot_state({slot_state(5000, "a", 12, 7), slot_state(5000, "a", 12, 9), slot_state(5000, "a")},
-                             3, true);
+  auto s = quorum_slot_state(
+      {slot_state(5000, "a", 12, 7), slot_state(5000, "a", 12, 9), slot_state(5000, "a")}, 3, true);
   ASSERT_EQ(s.holder.pids, std::vector<pid_t>{12});
   EXPECT_EQ(s.holder.host, "h");
   EXPECT_FALSE(s.holder.fence); // each server counts its own fences
-  s = quorum_slot_state({slot_state(5000, "a", 12), slot_state(5000, "a", 13), slot_state(5000, "a")}, 3, true);
+  s = quorum_slot_state({slot_state(5000, "a", 12), slot_state(5000, "a", 13), slot_state(5000, "a")}, 3,
+                        true);
   EXPECT_TRUE(s.holder.pids.empty());
   EXPECT_EQ(s.pttl, 5000);
 }
