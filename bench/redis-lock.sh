@@ -26,6 +26,11 @@
 # N times); (b) is repeated on the cluster (through the other node) and on a
 # quorum of 3.
 #
+# Slots, fences, several keys (SPEC 14), in the same interleaved rounds of (a):
+# --slots 8 with 7 of its slots taken (by redis-cli, for the length of (a))
+# against the plain uncontended run; the plain run (which takes a fence)
+# against BUFFERLOCK_BASELINE, when given; --also with 3 keys against 1 key.
+#
 # The script starts its own redis-servers (--save '' --appendonly no) on free
 # 127.0.0.1 ports and stops them by pid at exit.  Timing is done by
 # bench/spawn.c (posix_spawn + wait4), built here with cc -O2.
@@ -166,7 +171,7 @@ RECIPE='redis-cli -p "$1" SET k tok NX PX 60000 >/dev/null && /bin/true; redis-c
 # The same over TLS: every redis-cli gets --tls --cacert CA ($2).
 # shellcheck disable=SC2016
 RECIPE_TLS=${RECIPE//'redis-cli -p "$1"'/'redis-cli --tls --cacert "$2" -p "$1"'}
-tools_a=(true bufferlock redis-cli quorum3 quorum5)
+tools_a=(true bufferlock redis-cli quorum3 quorum5 slots8 also3)
 ((CLUSTER)) && tools_a+=(cluster-moved cluster-owner)
 ((TLS)) && tools_a+=(bufferlock-tls redis-cli-tls)
 BASELINE=${BUFFERLOCK_BASELINE:-}
@@ -180,6 +185,8 @@ cmd_a() {
         bufferlock-tls) CMD=("$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" k -- "$TRUE") ;;
         redis-cli-tls) CMD=(/bin/sh -c "$RECIPE_TLS" sh "$TLS_PORT" "$TLS_CA") ;;
         quorum3) CMD=("$BL" "${Q3[@]}" k -- "$TRUE") ;;
+        slots8) CMD=("$BL" -r "$URL" --slots 8 s8 -- "$TRUE") ;;
+        also3) CMD=("$BL" -r "$URL" --also k2 --also k3 k -- "$TRUE") ;;
         quorum5) CMD=("$BL" "${Q5[@]}" k -- "$TRUE") ;;
         cluster-moved) CMD=("$BL" -r "$CL_OTHER_URL" k -- "$TRUE") ;;
         cluster-owner) CMD=("$BL" -r "$CL_OWNER_URL" k -- "$TRUE") ;;
@@ -188,10 +195,22 @@ cmd_a() {
 # recipe_of TOOL: the recipe TOOL's xrecipe ratio is taken against (the same transport)
 recipe_of() { [[ $1 == *-tls ]] && echo redis-cli-tls || echo redis-cli; }
 
+# slots8: 7 of the 8 slots of s8 taken (slot 0 is the lock key itself), so
+# every run takes the last one; deleted after (a).
+S8_KEY=buffer:lock:$(printf %s s8 | md5sum | cut -c1-32)
+S8_TAKEN=("$S8_KEY")
+for i in 1 2 3 4 5 6; do
+    S8_TAKEN+=("{$S8_KEY}:slot:$i")
+done
+for k in "${S8_TAKEN[@]}"; do
+    rcli SET "$k" taken PX 3600000 >/dev/null
+done
+
 A_DIR=$tmp/a
 mkdir "$A_DIR"
 hr "(a) uncontended: $A_ROUNDS interleaved rounds x $A_BATCH runs per tool"
 time_rounds "$A_DIR" "$A_ROUNDS" "$A_BATCH" "$A_BATCH" "${tools_a[@]}"
+rcli DEL "${S8_TAKEN[@]}" >/dev/null
 for t in "${tools_a[@]}"; do
     ((a_fail[$t] == 0)) || err "$t: some uncontended runs exited non-zero"
 done
@@ -209,6 +228,7 @@ echo "   NX PX 60000 && /bin/true; redis-cli EVAL <compare-and-delete> 1 k tok';
 echo "   wait4 includes the waited-for children and cannot go below the driver floor)"
 echo "  (quorumN: -r given N times, N independent servers; cluster-moved: -r a node that"
 echo "   does not serve k's slot, so every run follows a MOVED; cluster-owner: -r the node that does)"
+echo "  (slots8: --slots 8 with 7 slots taken, so the last one is taken; also3: --also k2 --also k3 k)"
 if ((TLS)); then
     echo "  (*-tls: the same over $TLS_URL; bufferlock-tls = bufferlock -r rediss://... --tls-ca CA,"
     echo "   redis-cli-tls = the recipe with redis-cli --tls --cacert CA; xrecipe against redis-cli-tls)"
@@ -410,6 +430,16 @@ topology_handoff "(b) cluster hand-off p50, ms" "${bc_early:-0}" "${bc_p50:-}"
 topology_handoff "(b) quorum3 hand-off p50, ms" "$bq_early" "$bq_p50"
 echo "      (single p50 $(ms "$b_p50") ms; cluster p90 $(ms "${bc_p90:-}") ms over ${bc_n:-0}," \
     "quorum3 p90 $(ms "$bq_p90") ms over $bq_n)"
+target "(a) --slots 8, 7 taken/plain lock, median" "$(ratio "${a_med[slots8]}" "${a_med[bufferlock]}")" '<=' 1.1
+if [[ -n $BASELINE ]]; then
+    target "(a) with fences/baseline, median" "$(ratio "${a_med[bufferlock]}" "${a_med[baseline]}")" '<=' 1.05
+else
+    target "(a) with fences/baseline, median" - '<=' 1.05
+    echo "      (no BUFFERLOCK_BASELINE given: the run without fences was not measured)"
+fi
+target "(a) --also 3 keys/1 key, median" "$(ratio "${a_med[also3]}" "${a_med[bufferlock]}")" '<=' 1.3
+echo "      (plain $(us "${a_med[bufferlock]}") us, slots8 $(us "${a_med[slots8]}") us," \
+    "also3 $(us "${a_med[also3]}") us$([[ -n $BASELINE ]] && echo ", baseline $(us "${a_med[baseline]}") us"))"
 check "(c) counters end at $C_TOTAL" "$cs_verdict"
 c_ratio=-
 [[ ${cs_ok[redis]} == OK && ${cs_ok[file]} == OK ]] && c_ratio=$(ratio "${cs_rate[redis]}" "${cs_rate[file]}")

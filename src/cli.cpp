@@ -929,14 +929,6 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     check_redis_store(p, getenv);
   else
     choose_backend(p, getenv);
-  if (o.backend == Backend::redis) {
-    // Slots and list over a quorum are not there yet (SPEC §14); the token
-    // subcommands refuse --slots earlier (check_slots_and_keys).
-    if ((given(p, Opt::slots) || o.slots != 1) && o.redis.quorum.size() > 1)
-      usage(Msg::usage_not_yet_redis, {{"option", "--slots"}});
-    if (o.command == Command::list && o.redis.quorum.size() > 1)
-      usage(Msg::usage_not_yet_redis, {{"option", "bufferlock list"}});
-  }
   if (o.backend == Backend::file &&
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
     usage(Msg::usage_file_subcommand, {{"command", subcommands[static_cast<int>(o.command)]}});

@@ -46,7 +46,6 @@ namespace bufferlock {
   X(usage_tls_setup, "TLS: %{error}")                                                                        \
   X(usage_bad_slots, "invalid %{option} '%{value}': expected a whole number of slots from 1 to 1000")        \
   X(usage_slots_shared, "--slots cannot be used with --shared: a shared lock already has no limit")          \
-  X(usage_not_yet_redis, "%{option} does not work over a quorum of Redis servers yet")                       \
   X(usage_option_not_here, "%{option} does not apply to 'bufferlock %{command}'")                            \
   X(usage_bad_token, "missing TOKEN: give the token that 'bufferlock acquire' printed")                      \
   X(redis_ttl_invalid,                                                                                       \

@@ -2,11 +2,12 @@
 
 #include "lock/file_lock.hpp"
 #include "lock/holder_record.hpp"
-#include "redis/scan.hpp"
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "redis/cluster.hpp"
+#include "redis/scan.hpp"
 
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -49,17 +50,78 @@ std::optional<RedisLockName> parse_redis_lock_name(const RedisSettings& settings
   return out;
 }
 
+namespace {
+
+using FoundLocks = std::map<std::pair<std::string, unsigned>, std::string>; // (digest, slot) -> key name
+
+// The SCAN MATCH patterns of our keys: the lock keys and, without
+// --hash-tag, the slot keys {LOCKKEY}:slot:I.
+std::vector<std::string> scan_patterns(const RedisSettings& settings) {
+  const std::string base = glob_escape(key_base(settings));
+  std::vector<std::string> patterns{base + "*"};
+  if (!settings.hash_tag) patterns.push_back("\\{" + base + "*");
+  return patterns;
+}
+
+// One line per lock of `found` that `state_of` finds held; the first error stops.
+std::string list_lines(const FoundLocks& found,
+                       const std::function<RedisResult<RedisSlotState>(const std::string&)>& state_of,
+                       std::optional<RedisError>& error) {
+  std::string out;
+  const std::int64_t now = realtime_ns();
+  for (const auto& [id, name] : found) {
+    auto state = state_of(name);
+    if (auto* e = std::get_if<RedisError>(&state)) {
+      error = *e;
+      return {};
+    }
+    const RedisSlotState& st = std::get<RedisSlotState>(state);
+    if (st.pttl == -2) continue; // expired or released since the SCAN
+    out += st.holder.key ? list_key_text(*st.holder.key) : "md5:" + id.first;
+    if (id.second > 0) out += " slot=" + std::to_string(id.second);
+    out += redis_status_fields(st, now);
+    out += '\n';
+  }
+  return out;
+}
+
+// The first state of a one-key answer.
+RedisResult<RedisSlotState> only(RedisResult<std::vector<RedisSlotState>> states) {
+  if (auto* e = std::get_if<RedisError>(&states)) return *e;
+  RedisSlotState first = std::move(std::get<std::vector<RedisSlotState>>(states).front());
+  return first;
+}
+
+// Over a quorum (SPEC §13): SCAN every server, then a lock is listed when a
+// majority hold it with one token.
+std::string list_quorum_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+  QuorumClient quorum(settings.quorum, {settings.connect_timeout, settings.io_timeout});
+  const auto failed = [&](const RedisError& e) {
+    error = message(Msg::redis_status_failed, {{"server", quorum.server()}, {"error", e.text}});
+    return std::string();
+  };
+  auto names = quorum.scan(scan_patterns(settings));
+  if (auto* e = std::get_if<RedisError>(&names)) return failed(*e);
+  FoundLocks found;
+  for (const auto& name : std::get<std::vector<std::string>>(names))
+    if (auto n = parse_redis_lock_name(settings, name)) found.emplace(std::pair(n->digest, n->slot), name);
+  std::optional<RedisError> e;
+  std::string out = list_lines(
+      found, [&](const std::string& name) { return only(quorum_slot_states(quorum, {name}, true)); }, e);
+  return e ? failed(*e) : out;
+}
+
+} // namespace
+
 std::string list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+  if (settings.quorum.size() > 1) return list_quorum_locks(settings, error);
   RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout});
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", client.server()}, {"error", e.text}});
     return std::string();
   };
-  const std::string base = glob_escape(key_base(settings));
-  // The lock keys and, without --hash-tag, the slot keys {LOCKKEY}:slot:I.
-  std::vector<std::string> patterns{base + "*"};
-  if (!settings.hash_tag) patterns.push_back("\\{" + base + "*");
-  std::map<std::pair<std::string, unsigned>, std::string> found; // (digest, slot) -> key name
+  const std::vector<std::string> patterns = scan_patterns(settings);
+  FoundLocks found;
   // A cluster keeps its keys on its masters: SCAN each (a single server: itself).
   auto masters = client.masters();
   if (auto* e = std::get_if<RedisError>(&masters)) return failed(*e);
@@ -88,20 +150,11 @@ std::string list_redis_locks(const RedisSettings& settings, std::optional<std::s
       } while (cursor != "0");
     }
   }
-  std::string out;
-  const std::int64_t now = realtime_ns();
-  for (const auto& [id, name] : found) {
-    // One key per script: on a cluster the locks live in different slots.
-    auto states = redis_slot_states(client, {name});
-    if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
-    const RedisSlotState& st = std::get<std::vector<RedisSlotState>>(states).front();
-    if (st.pttl == -2) continue; // expired or released since the SCAN
-    out += st.holder.key ? list_key_text(*st.holder.key) : "md5:" + id.first;
-    if (id.second > 0) out += " slot=" + std::to_string(id.second);
-    out += redis_status_fields(st, now);
-    out += '\n';
-  }
-  return out;
+  // One key per script: on a cluster the locks live in different slots.
+  std::optional<RedisError> e;
+  std::string out = list_lines(
+      found, [&](const std::string& name) { return only(redis_slot_states(client, {name})); }, e);
+  return e ? failed(*e) : out;
 }
 
 } // namespace bufferlock

@@ -52,22 +52,30 @@ template <class T> std::optional<T> parse_number(const std::string& text) {
 
 std::string redis_holder_key(std::string_view slot_key) { return companion_key(slot_key, ":holder"); }
 
-RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
-                                                           const std::vector<std::string>& slot_keys) {
+namespace {
+
+// The status script's KEYS for `slot_keys`: each and its holder record.
+std::vector<std::string> status_keys(const std::vector<std::string>& slot_keys) {
   std::vector<std::string> keys;
   keys.reserve(2 * slot_keys.size());
   for (const auto& k : slot_keys) {
     keys.push_back(k);
     keys.push_back(redis_holder_key(k));
   }
-  auto reply = client.eval(status_slots_script, keys, {});
-  if (auto* e = std::get_if<RedisError>(&reply)) return *e;
+  return keys;
+}
+
+// The status script's reply for `count` slot keys.
+RedisResult<std::vector<RedisSlotState>> parse_slot_states(const RedisResult<RedisReply>& reply,
+                                                           std::size_t count) {
+  if (const auto* e = std::get_if<RedisError>(&reply)) return *e;
+  constexpr std::size_t fields = 7;
   const redisReply* r = std::get<RedisReply>(reply).get();
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 * slot_keys.size())
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != fields * count)
     return redis_error(RedisError::Kind::protocol, "unexpected reply to the status script");
-  std::vector<RedisSlotState> out(slot_keys.size());
+  std::vector<RedisSlotState> out(count);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    redisReply* const* f = r->element + 6 * i;
+    redisReply* const* f = r->element + fields * i;
     if (f[0]->type != REDIS_REPLY_INTEGER)
       return redis_error(RedisError::Kind::protocol, "unexpected reply to the status script");
     out[i].pttl = f[0]->integer;
@@ -77,7 +85,75 @@ RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
     h.since_ns = parse_number<std::int64_t>(reply_text(f[3]));
     h.fence = parse_number<std::uint64_t>(reply_text(f[4]));
     if (f[5]->type == REDIS_REPLY_STRING && f[5]->len > 0) h.key = reply_text(f[5]);
+    out[i].token = reply_text(f[6]);
   }
+  return out;
+}
+
+bool same_holder(const HolderInfo& a, const HolderInfo& b) {
+  return a.pids == b.pids && a.host == b.host && a.since_ns == b.since_ns && a.key == b.key;
+}
+
+} // namespace
+
+RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
+                                                           const std::vector<std::string>& slot_keys) {
+  return parse_slot_states(client.eval(status_slots_script, status_keys(slot_keys), {}), slot_keys.size());
+}
+
+RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std::size_t n, bool same_token) {
+  const std::size_t need = quorum_majority(n);
+  std::vector<const RedisSlotState*> holding; // the answers of the servers that hold the key
+  for (const auto& a : answers)
+    if (a.pttl != -2) holding.push_back(&a);
+  // The first of `holding` that `need` of them are `same` as, if any.
+  auto majority_of = [&](auto same) -> const RedisSlotState* {
+    for (const auto* a : holding)
+      if (static_cast<std::size_t>(std::count_if(holding.begin(), holding.end(),
+                                                 [&](const auto* b) { return same(*a, *b); })) >= need)
+        return a;
+    return nullptr;
+  };
+  RedisSlotState out;
+  if (same_token) {
+    const auto* a =
+        majority_of([](const auto& x, const auto& y) { return !x.token.empty() && x.token == y.token; });
+    if (!a) return out;
+    out.token = a->token;
+    holding.erase(
+        std::remove_if(holding.begin(), holding.end(), [&](const auto* b) { return b->token != out.token; }),
+        holding.end());
+  }
+  if (holding.size() < need) return out;
+  std::vector<long long> pttls;
+  pttls.reserve(holding.size());
+  for (const auto* a : holding)
+    pttls.push_back(a->pttl);
+  out.pttl = quorum_pttl(pttls, n);
+  if (const auto* a =
+          majority_of([](const auto& x, const auto& y) { return same_holder(x.holder, y.holder); })) {
+    out.holder = a->holder;
+    out.holder.fence.reset();
+  }
+  return out;
+}
+
+RedisResult<std::vector<RedisSlotState>>
+quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_keys, bool same_token) {
+  auto replies = quorum.eval_all(status_slots_script, status_keys(slot_keys), {});
+  if (auto* e = std::get_if<RedisError>(&replies)) return *e;
+  std::vector<std::vector<RedisSlotState>> per_slot(slot_keys.size());
+  for (const auto& reply : std::get<std::vector<RedisResult<RedisReply>>>(replies)) {
+    auto states = parse_slot_states(reply, slot_keys.size());
+    if (std::holds_alternative<RedisError>(states)) continue; // a server that failed knows nothing
+    auto& got = std::get<std::vector<RedisSlotState>>(states);
+    for (std::size_t k = 0; k < got.size(); ++k)
+      per_slot[k].push_back(std::move(got[k]));
+  }
+  std::vector<RedisSlotState> out;
+  out.reserve(per_slot.size());
+  for (const auto& answers : per_slot)
+    out.push_back(quorum_slot_state(answers, quorum.size(), same_token));
   return out;
 }
 
@@ -124,15 +200,17 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}),
                            e.recovery);
   };
-  if (quorum_) {
-    auto taken = quorum_->acquire(key_, wake_key_, token_, ttl_ms_, settings_.ttl);
-    if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
-    if (!std::get<bool>(taken)) return Outcome::busy();
-    confirmed_at_ = started;
-    return Outcome::acquired();
-  }
   const std::string record = std::to_string(::getpid()) + '\n' + host_name() + '\n' +
                              std::to_string(realtime_ns()) + '\n' + key_text_;
+  if (quorum_) {
+    auto taken = quorum_->acquire_slot(acquire_keys_, wake_key_, token_, ttl_ms_, record, settings_.ttl);
+    if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
+    const auto& slot = std::get<std::optional<unsigned>>(taken);
+    if (!slot) return Outcome::busy();
+    confirmed_at_ = started;
+    slot_ = *slot; // no fence: each server counts its own (SPEC §14)
+    return Outcome::acquired();
+  }
   auto reply = client_.eval(acquire_slots_script, acquire_keys_, {token_, ttl_ms_, record});
   if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
   const redisReply* r = std::get<RedisReply>(reply).get();
@@ -186,12 +264,13 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
 }
 
 RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms) {
-  if (quorum_) return quorum_->compare(release ? release_script : renew_script, key_, wake_key_, token_, ms);
-  const std::string& slot_key = slot_keys_[slot_];
-  const std::string& holder_key = holder_keys_[slot_];
+  const RedisScript& script = release ? release_slot_script : renew_slot_script;
+  const std::vector<std::string> keys =
+      release ? std::vector<std::string>{slot_keys_[slot_], wake_key_, holder_keys_[slot_]}
+              : std::vector<std::string>{slot_keys_[slot_], holder_keys_[slot_]};
+  if (quorum_) return quorum_->compare(script, keys, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
-    auto reply = release ? client_.eval(release_slot_script, {slot_key, wake_key_, holder_key}, {token_, ms})
-                         : client_.eval(renew_slot_script, {slot_key, holder_key}, {token_, ms});
+    auto reply = client_.eval(script, keys, {token_, ms});
     if (auto* e = std::get_if<RedisError>(&reply)) return *e;
     const redisReply* r = std::get<RedisReply>(reply).get();
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -250,15 +329,9 @@ LockStatus RedisLock::status() {
     return LockStatus{
         LockState::error, {}, message(Msg::redis_status_failed, {{"server", server()}, {"error", e.text}})};
   };
-  if (quorum_) {
-    auto t = quorum_->pttl(key_);
-    if (auto* e = std::get_if<RedisError>(&t)) return failed(*e);
-    const long long ttl = std::get<long long>(t);
-    if (ttl == -2) return {LockState::free, {}, {}};
-    if (ttl < -1) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
-    return {LockState::held, redis_status_fields({ttl, {}}, 0), {}};
-  }
-  auto states = redis_slot_states(client_, slot_keys_);
+  // Over a quorum a slot is taken when a majority hold it, by whichever token.
+  auto states =
+      quorum_ ? quorum_slot_states(*quorum_, slot_keys_, false) : redis_slot_states(client_, slot_keys_);
   if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
   const auto& slots = std::get<std::vector<RedisSlotState>>(states);
   unsigned taken = 0;

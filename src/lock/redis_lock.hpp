@@ -33,11 +33,23 @@ std::string redis_holder_key(std::string_view slot_key);
 struct RedisSlotState {
   long long pttl = -2;
   HolderInfo holder;
+  std::string token; // the key's value ("" when free)
 };
 
 // The state of each of `slot_keys`, in one script and one round trip.
 RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
                                                            const std::vector<std::string>& slot_keys);
+
+// What a quorum of `n` servers says of one slot key, from the states of
+// those that answered: held when a majority hold it (with one token, when
+// `same_token`), for as long as that majority does (quorum_pttl); the
+// holder's record when a majority of them recorded the same one, without
+// its fence (each server counts its own; a quorum lock has none). Pure.
+RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std::size_t n, bool same_token);
+
+// redis_slot_states over a quorum (SPEC §13), one round trip to all.
+RedisResult<std::vector<RedisSlotState>>
+quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_keys, bool same_token);
 
 // " ttl=3.000 pid=12 host=h since=1.250 fence=7" for a held slot.
 std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns);

@@ -156,12 +156,10 @@ RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::stri
 RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string_view>& argv) {
   const std::string nkeys = std::to_string(keys.size());
-  std::vector<std::string_view> args{"EVALSHA", script.sha1, nkeys};
-  args.insert(args.end(), keys.begin(), keys.end());
-  args.insert(args.end(), argv.begin(), argv.end());
-  std::vector<std::string_view> eval = args;
-  eval[0] = "EVAL";
-  eval[1] = script.source;
+  const std::vector<std::string_view> eval = eval_words(script, nkeys, keys, argv);
+  std::vector<std::string_view> args = eval;
+  args[0] = "EVALSHA";
+  args[1] = script.sha1;
   return keyed(keys.front(), args, &eval, Nanos(0));
 }
 

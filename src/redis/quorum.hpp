@@ -44,17 +44,31 @@ public:
   // `urls` with their passwords filled in; nothing is connected yet.
   QuorumClient(std::vector<RedisUrl> urls, RedisTimeouts timeouts);
 
-  // Takes the lock on a majority within its validity: true; else deletes
-  // what it took and answers false (busy), or the error when no majority
+  // Takes a slot of a lock (SPEC §14) on a majority within its validity.
+  // `keys` are the single server's: {fence counter, slot 0 key, its holder
+  // record, slot 1 key, its record, ...}; ARGV {token, ms, record}. First
+  // every server takes its lowest free slot (acquire_slots_script, one
+  // round); when no slot got a majority, each slot that may still be free on
+  // a majority is tried as one quorum attempt, the most granted first. Our
+  // token is deleted from every slot but the one held (from all when none
+  // is). The slot held, nullopt when busy, or the error when no majority
   // could even be asked.
-  RedisResult<bool> acquire(std::string_view key, std::string_view wake_key, std::string_view token,
-                            std::string_view ms, Nanos ttl);
-  // A compare-with-token script on all: true when a majority acted.
-  RedisResult<bool> compare(const RedisScript& script, std::string_view key, std::string_view wake_key,
+  RedisResult<std::optional<unsigned>> acquire_slot(const std::vector<std::string>& keys,
+                                                    std::string_view wake_key, std::string_view token,
+                                                    std::string_view ms, std::string_view record, Nanos ttl);
+  // A compare-with-token script on all, KEYS `keys` and ARGV {token, ms}:
+  // true when a majority acted.
+  RedisResult<bool> compare(const RedisScript& script, const std::vector<std::string>& keys,
                             std::string_view token, std::string_view ms);
-  // PTTL on all: the TTL (ms) a majority still holds the key for, -1 for no
-  // expiry, -2 when no majority holds it.
-  RedisResult<long long> pttl(std::string_view key);
+  // A read-only script on all: every member's reply, or the error when too
+  // few answered to make a majority.
+  RedisResult<std::vector<RedisResult<RedisReply>>> eval_all(const RedisScript& script,
+                                                             const std::vector<std::string>& keys,
+                                                             const std::vector<std::string_view>& argv);
+  // SCAN ... MATCH each of `patterns` to the end on every server at once:
+  // the names found on any that answered, or the error when too few did.
+  RedisResult<std::vector<std::string>> scan(const std::vector<std::string>& patterns);
+  std::size_t size() const { return members_.size(); }
   // BLPOP on the first server that is connected; false when none is.
   bool wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout);
 
@@ -68,8 +82,13 @@ private:
   // One command per member (the same for all), all at once: the replies in
   // member order.
   std::vector<RedisResult<RedisReply>> fan_out(const std::vector<std::string_view>& args);
-  // Opens the members' missing connections in parallel; a failure goes to `out`.
-  void connect_all(std::vector<std::optional<RedisResult<RedisReply>>>& out);
+  // Each member its own command, all at once; a member given none is left
+  // alone (nullopt in its place).
+  std::vector<std::optional<RedisResult<RedisReply>>>
+  fan_out_each(const std::vector<std::vector<std::string_view>>& args);
+  // Opens the missing connections of the `wanted` members in parallel; a
+  // failure goes to `out`.
+  void connect_all(std::vector<std::optional<RedisResult<RedisReply>>>& out, const std::vector<bool>& wanted);
   RedisError no_majority(const std::vector<RedisResult<RedisReply>>& replies) const;
 
   std::vector<Member> members_;

@@ -7,6 +7,7 @@
 // (EVALSHA needs them, and computing them would pull OpenSSL into start-up); a unit test checks them.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -77,16 +78,18 @@ inline constexpr RedisScript renew_slot_script{
     "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
     "5fc2a5bb525e36548375fb514e01b5433cbf5f79", 2};
 
-// For `status` and `list`: per slot, its PTTL and the holder record's pid,
-// host, since, fence and key ("" each when unknown). A record whose token is
-// not the key's value (a foreign SET, a record outliving its lock) is not
-// shown. KEYS = {slot key, holder record, ...}. Read-only.
+// For `status` and `list`: per slot, its PTTL, the holder record's pid,
+// host, since, fence and key ("" each when unknown), and the slot key's value
+// (the holder's token; "" when free or not a string: a quorum compares them).
+// A record whose token is not the key's value (a foreign SET, a record
+// outliving its lock) is not shown. KEYS = {slot key, holder record, ...}. Read-only.
 inline constexpr RedisScript status_slots_script{
     "local out = {} for i = 1, #KEYS, 2 do local t = redis.call('PTTL', KEYS[i]) out[#out+1] = t "
-    "local r = {} if t ~= -2 then r = redis.call('HMGET', KEYS[i+1], 'token', 'pid', 'host', "
-    "'since', 'fence', 'key') if r[1] ~= redis.pcall('GET', KEYS[i]) then r = {} end end for j = 2, "
-    "6 do out[#out+1] = r[j] or '' end end return out",
-    "135600bf2d99f9d8120e37020aeb8947349dfe42", -1};
+    "local v = redis.pcall('GET', KEYS[i]) if type(v) ~= 'string' then v = '' end local r = {} if t "
+    "~= -2 then r = redis.call('HMGET', KEYS[i+1], 'token', 'pid', 'host', 'since', 'fence', 'key') "
+    "if r[1] ~= v then r = {} end end for j = 2, 6 do out[#out+1] = r[j] or '' end out[#out+1] = v "
+    "end return out",
+    "19ff3205706f9a81b1cdf4cbd05a5e0c2dffc4da", -1};
 
 // The EVAL words of a lock script: its source, its key count, the lock key
 // (and the wake key when it takes two), the token and the milliseconds. For
@@ -98,6 +101,17 @@ inline std::vector<std::string_view> eval_args(const RedisScript& script, std::s
   if (script.keys == 2) args.push_back(wake_key);
   args.push_back(token);
   args.push_back(ms);
+  return args;
+}
+
+// The EVAL words of any script: its source, `nkeys` (the count of `keys`, as
+// text, kept alive by the caller), the KEYS and the ARGV. For EVALSHA, as above.
+inline std::vector<std::string_view> eval_words(const RedisScript& script, std::string_view nkeys,
+                                                const std::vector<std::string>& keys,
+                                                const std::vector<std::string_view>& argv) {
+  std::vector<std::string_view> args{"EVAL", script.source, nkeys};
+  args.insert(args.end(), keys.begin(), keys.end());
+  args.insert(args.end(), argv.begin(), argv.end());
   return args;
 }
 

@@ -160,11 +160,15 @@ assert_increasing() {
     assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3}$'
 }
 
-@test "redis: a quorum lock gets no fence" {
+@test "redis: a quorum lock gets no fence, with --slots too" {
     start_redis_as Q1
     start_redis_as Q2
     start_redis_as Q3
     run --separate-stderr bl -r "$Q1_URL" -r "$Q2_URL" -r "$Q3_URL" "$K" sh -c 'echo "fence=${BUFFERLOCK_FENCE-unset}"'
     assert_success
     assert_output "fence=unset"
+    run --separate-stderr bl --slots 2 -r "$Q1_URL" -r "$Q2_URL" -r "$Q3_URL" "$K" sh -c \
+        'echo "fence=${BUFFERLOCK_FENCE-unset} slot=$BUFFERLOCK_SLOT"'
+    assert_success
+    assert_output "fence=unset slot=0"
 }

@@ -63,16 +63,35 @@ teardown() { redis_teardown; }
     assert_regex "$output" '^two\\x0alines pid='
 }
 
-@test "list takes no KEY and no lock options; not over a quorum yet" {
+@test "list takes no KEY and no lock options" {
     run --separate-stderr bl list -d "$D" "$K"
     assert_usage_error "$K"
     run --separate-stderr bl list --slots 2 -d "$D"
     assert_usage_error "--slots" list
-    run --separate-stderr bl list -r redis://127.0.0.1:1 -r redis://127.0.0.1:2
-    assert_usage_error "list" "quorum of Redis servers yet"
 }
 
 # --- redis --------------------------------------------------------------------
+
+# What status and list show of a bufferlock holder on Redis (before fence=).
+holder_fields="ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=$(hostname) since=[0-9]+\.[0-9]{3}"
+
+# assert_three_listed FENCE BACKEND-OPTION...: list shows the foreign lock as
+# md5:DIGEST, then both slots of "deploy prod" with the holder's fields and
+# FENCE (a regex, "" for none).
+assert_three_listed() {
+    local fence=$1
+    shift
+    run --separate-stderr bl list "$@"
+    assert_success
+    assert_stderr_empty
+    local lines=()
+    mapfile -t lines <<<"$output"
+    assert_equal "${#lines[@]}" 3
+    # by digest: md5("foreign") = 684a72e0..., md5("deploy prod") = c9a0b8f5...
+    assert_regex "${lines[0]}" "^md5:$(key_md5 foreign) ttl=[0-9]+\.[0-9]{3}\$"
+    assert_regex "${lines[1]}" "^deploy prod $holder_fields$fence\$"
+    assert_regex "${lines[2]}" "^deploy prod slot=1 $holder_fields$fence\$"
+}
 
 @test "redis: list shows the recorded KEY or md5:DIGEST, slots, and the status fields; empty is exit 0" {
     start_redis_as R
@@ -91,18 +110,41 @@ teardown() { redis_teardown; }
         [[ -e $T/a && -e $T/b ]] && break
         sleep 0.01
     done
-    run --separate-stderr bl list -r "$R_URL"
-    assert_success
-    assert_stderr_empty
-    local lines=() fields="ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=$(hostname) since=[0-9]+\.[0-9]{3}"
-    mapfile -t lines <<<"$output"
-    assert_equal "${#lines[@]}" 3
-    # by digest: md5("foreign") = 684a72e0..., md5("deploy prod") = c9a0b8f5...
-    assert_regex "${lines[0]}" "^md5:$(key_md5 foreign) ttl=[0-9]+\.[0-9]{3}\$"
-    assert_regex "${lines[1]}" "^deploy prod $fields fence=[23]\$"
-    assert_regex "${lines[2]}" "^deploy prod slot=1 $fields fence=[23]\$"
+    assert_three_listed " fence=[23]" -r "$R_URL"
     # and status says the same of the plain key
     run --separate-stderr bl status -r "$R_URL" "deploy prod"
     assert_failure 75
-    assert_regex "$output" "^held $fields fence=[23]\$"
+    assert_regex "$output" "^held $holder_fields fence=[23]\$"
 }
+
+@test "quorum: list shows what a majority holds with one token; empty is exit 0; no majority is an error" {
+    start_redis_as Q1 && start_redis_as Q2 && start_redis_as Q3 || fail "cannot start servers"
+    local quorum=(-r "$Q1_URL" -r "$Q2_URL" -r "$Q3_URL")
+    run --separate-stderr bl list "${quorum[@]}"
+    assert_success
+    assert_output ""
+    assert_stderr_empty
+    # on 1 of 3 only (a foreign client): not held; on 2 of 3 with two values: not held either
+    rcli_to Q2 SET "$(redis_key "one server")" x PX 30000 >/dev/null
+    rcli_to Q1 SET "$(redis_key split)" x PX 30000 >/dev/null
+    rcli_to Q3 SET "$(redis_key split)" y PX 30000 >/dev/null
+    # on 2 of 3 with one value: held, without holder fields
+    rcli_to Q1 SET "$(redis_key foreign)" x PX 30000 >/dev/null
+    rcli_to Q2 SET "$(redis_key foreign)" x PX 30000 >/dev/null
+    "$BL" "${quorum[@]}" --slots 2 "deploy prod" sh -c "echo held > '$T/a'; exec sleep 30" </dev/null >/dev/null 2>"$T/a.err" &
+    track_pid $!
+    "$BL" "${quorum[@]}" --slots 2 "deploy prod" sh -c "echo held > '$T/b'; exec sleep 30" </dev/null >/dev/null 2>"$T/b.err" &
+    track_pid $!
+    wait_for_file "$T/a" 5 && wait_for_file "$T/b" 5 || fail "not both held: $(cat "$T/a.err" "$T/b.err")"
+    assert_three_listed "" "${quorum[@]}" # no fence over a quorum
+    # one server down: the other two still make the list; two down: the error status
+    kill_redis Q3
+    run --separate-stderr bl list "${quorum[@]}"
+    assert_success
+    assert_equal "$(wc -l <<<"$output")" 3
+    kill_redis Q2
+    run --separate-stderr bl list "${quorum[@]}"
+    assert_failure 69
+    assert_one_bufferlock_line
+}
+

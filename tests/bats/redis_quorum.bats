@@ -67,7 +67,8 @@ holders() {
     assert_equal "$(holders "$rk")" 5
     run --separate-stderr bl status "${Q5[@]}" "$K"
     assert_failure 75
-    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3}$'
+    # the holder record that all five agree on, and no fence (SPEC §14)
+    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9]+\.[0-9]{3}$'
     run --separate-stderr bl "${Q5[@]}" -n "$K" true
     assert_failure 75
     run --separate-stderr bl extend "${Q5[@]}" --ttl 50 "$K" "$token"

@@ -11,14 +11,16 @@ teardown() { redis_teardown; }
 worker_cmd='set -C; : >"$RUN/slot.$BUFFERLOCK_SLOT" || { echo "slot $BUFFERLOCK_SLOT twice" >>"$RUN/errors"; exit 1; }
 n=$(ls "$RUN" | grep -c "^slot\."); echo "$n" >>"$RUN/../counts"; sleep 0.2; rm -f "$RUN/slot.$BUFFERLOCK_SLOT"'
 
-# assert_three_of_eight BACKEND-OPTION...: 8 workers, 3 runs each, on
-# --slots 3 never run more than 3 at once, and 3 do.
-assert_three_of_eight() {
+# assert_slots_limit SLOTS WORKERS BACKEND-OPTION...: WORKERS workers, 3 runs
+# each, on --slots SLOTS never run more than SLOTS at once, and SLOTS do.
+assert_slots_limit() {
+    local slots=$1 workers=$2
+    shift 2
     export RUN=$T/run
     mkdir -p "$RUN"
     local pids=() w
-    for w in 1 2 3 4 5 6 7 8; do
-        (for r in 1 2 3; do "$BL" --slots 3 "$@" -w 60 "$K" sh -c "$worker_cmd" || exit 1; done) &
+    for ((w = 0; w < workers; w++)); do
+        (for r in 1 2 3; do "$BL" --slots "$slots" "$@" -w 60 "$K" sh -c "$worker_cmd" || exit 1; done) &
         pids+=($!)
     done
     track_pid "${pids[@]}"
@@ -28,9 +30,12 @@ assert_three_of_eight() {
         assert_equal "$REAPED_STATUS" 0
     done
     [[ ! -e $RUN/errors ]] || fail "$(cat "$RUN/errors")"
-    assert_equal "$(wc -l <"$T/counts")" 24
-    assert_equal "$(sort -n "$T/counts" | tail -n 1)" 3
+    assert_equal "$(wc -l <"$T/counts")" $((3 * workers))
+    assert_equal "$(sort -n "$T/counts" | tail -n 1)" "$slots"
 }
+
+# assert_three_of_eight BACKEND-OPTION...: 8 workers on --slots 3.
+assert_three_of_eight() { assert_slots_limit 3 8 "$@"; }
 
 @test "8 workers on --slots 3: never more than 3 run at once, and 3 do" {
     assert_three_of_eight -d "$D"
@@ -123,9 +128,7 @@ assert_three_of_eight() {
     assert_usage_error BUFFERLOCK_SLOTS
     run --separate-stderr bl --slots 2 -s -d "$D" "$K" true
     assert_usage_error "--slots" "--shared"
-    # not yet over a quorum; the token subcommands take no --slots
-    run --separate-stderr bl --slots 2 -r redis://127.0.0.1:1 -r redis://127.0.0.1:2 "$K" true
-    assert_usage_error "--slots" "quorum of Redis servers yet"
+    # the token subcommands take no --slots
     run --separate-stderr bl acquire --slots 2 -r redis://127.0.0.1:1 "$K"
     assert_usage_error "--slots" "does not apply"
     run --separate-stderr bl --slots 1000 -d "$D" "$K" true
@@ -165,3 +168,96 @@ assert_three_of_eight() {
     # woken by the release's wake-up list, not by a back-off that grew meanwhile
     (( ($(date +%s%N) - start) / 1000000 < 1500 ))
 }
+
+# --- redis quorum (SPEC §13) --------------------------------------------------
+
+# start_trio: three servers of this test (Q1, Q2, Q3), in QUORUM.
+start_trio() {
+    start_redis_as Q1 && start_redis_as Q2 && start_redis_as Q3 || fail "cannot start servers"
+    QUORUM=(-r "$Q1_URL" -r "$Q2_URL" -r "$Q3_URL")
+}
+
+@test "quorum: 6 workers on --slots 2 over 3 servers: never more than 2 run at once, and 2 do" {
+    start_trio
+    assert_slots_limit 2 6 "${QUORUM[@]}"
+    # no slot key or holder record is left behind (fence counters and wake lists are no locks)
+    local n
+    for n in Q1 Q2 Q3; do
+        assert_equal "$(rcli_to "$n" --scan --pattern '*' | grep -Evc ':(fence|wake)$')" 0
+    done
+}
+
+@test "quorum: a slot is held on a majority: its key on 2 of 3, one server's other holder does not count" {
+    start_trio
+    local rk
+    rk=$(redis_key "$K")
+    # slot 0 taken on Q1 only: still free on the majority Q2, Q3
+    rcli_to Q1 SET "$rk" foreign PX 30000 >/dev/null
+    run --separate-stderr bl --slots 2 "${QUORUM[@]}" "$K" sh -c \
+        'echo "$BUFFERLOCK_SLOT ${BUFFERLOCK_FENCE-unset} $BUFFERLOCK_REDIS_KEY"; redis-cli -p "$0" GET "$BUFFERLOCK_REDIS_KEY"' \
+        "$Q2_PORT"
+    assert_success
+    assert_stderr_empty
+    assert_equal "${lines[0]}" "0 unset $rk"
+    [[ ${lines[1]} =~ ^[0-9a-f]{32}$ ]] || fail "Q2 did not hold the token: ${lines[1]}"
+    # no majority grants one slot at first (Q1: 1, Q2: 0, Q3: 2): slot 2 is free on all
+    rcli_to Q2 SET "{$rk}:slot:1" foreign PX 30000 >/dev/null
+    rcli_to Q3 SET "$rk" foreign PX 30000 >/dev/null
+    rcli_to Q3 SET "{$rk}:slot:1" foreign PX 30000 >/dev/null
+    run --separate-stderr bl --slots 3 "${QUORUM[@]}" "$K" sh -c 'echo "$BUFFERLOCK_SLOT"'
+    assert_success
+    assert_output 2
+    run --separate-stderr bl status --slots 3 "${QUORUM[@]}" "$K"
+    assert_success
+    assert_output "free slots=2/3"
+    # two slots: both taken on a majority, busy; and the attempt took nothing
+    run --separate-stderr bl --slots 2 -n "${QUORUM[@]}" "$K" echo ran
+    assert_failure 75
+    refute_output ran
+    assert_equal "$(rcli_to Q2 EXISTS "$rk")" 0
+    assert_equal "$(rcli_to Q1 EXISTS "{$rk}:slot:1")" 0
+}
+
+@test "quorum: --slots with one of 3 servers stopped still works, and waits" {
+    start_trio
+    kill_redis Q2
+    "$BL" --slots 2 "${QUORUM[@]}" "$K" sh -c "echo \$BUFFERLOCK_SLOT > '$T/a'; exec sleep 1" \
+        </dev/null >/dev/null 2>"$T/a.err" &
+    track_pid $!
+    wait_for_file "$T/a" 5 || fail "no slot: $(cat "$T/a.err")"
+    "$BL" --slots 2 "${QUORUM[@]}" "$K" sh -c "echo \$BUFFERLOCK_SLOT > '$T/b'; exec sleep 1" \
+        </dev/null >/dev/null 2>"$T/b.err" &
+    track_pid $!
+    wait_for_file "$T/b" 5 || fail "no second slot: $(cat "$T/b.err")"
+    assert_equal "$(cat "$T/a" "$T/b" | sort | tr '\n' ' ')" "0 1 "
+    run --separate-stderr bl status --slots 2 "${QUORUM[@]}" "$K"
+    assert_failure 75
+    assert_output --regexp '^held slots=2/2 pid=[0-9]+,[0-9]+$'
+    run --separate-stderr bl --slots 2 -n "${QUORUM[@]}" "$K" true
+    assert_failure 75
+    # a waiter gets the first slot freed
+    run --separate-stderr bl --slots 2 -w 10 "${QUORUM[@]}" "$K" sh -c 'echo "$BUFFERLOCK_SLOT"'
+    assert_success
+    assert_output --regexp '^[01]$'
+}
+
+@test "quorum: status --slots N counts a slot taken on a majority" {
+    start_trio
+    local rk
+    rk=$(redis_key "$K")
+    run --separate-stderr bl status --slots 2 "${QUORUM[@]}" "$K"
+    assert_success
+    assert_output "free slots=0/2"
+    # slot 1 on 1 of 3: not taken; slot 0 on 2 of 3 (two foreign values): taken
+    rcli_to Q1 SET "{$rk}:slot:1" x PX 30000 >/dev/null
+    rcli_to Q1 SET "$rk" x PX 30000 >/dev/null
+    rcli_to Q3 SET "$rk" y PX 30000 >/dev/null
+    run --separate-stderr bl status --slots 2 "${QUORUM[@]}" "$K"
+    assert_success
+    assert_output "free slots=1/2"
+    rcli_to Q2 SET "{$rk}:slot:1" z PX 30000 >/dev/null
+    run --separate-stderr bl status --slots 2 "${QUORUM[@]}" "$K"
+    assert_failure 75
+    assert_output "held slots=2/2"
+}
+

@@ -143,3 +143,50 @@ TEST(Random, TokensAreFreshLowercaseHex) {
   }
   EXPECT_EQ(seen.size(), 100u);
 }
+
+namespace {
+RedisSlotState slot_state(long long pttl, std::string token, pid_t pid = 0, std::uint64_t fence = 0) {
+  RedisSlotState s;
+  s.pttl = pttl;
+  s.token = std::move(token);
+  if (pid) s.holder.pids = {pid};
+  s.holder.host = pid ? "h" : "";
+  if (fence) s.holder.fence = fence;
+  return s;
+}
+} // namespace
+
+TEST(RedisQuorumState, HeldWhenAMajorityHoldIt) {
+  // Three servers, two hold the key: held for as long as the shorter of the two.
+  auto s = quorum_slot_state({slot_state(5000, "a"), slot_state(3000, "a"), slot_state(-2, "")}, 3, true);
+  EXPECT_EQ(s.pttl, 3000);
+  EXPECT_EQ(s.token, "a");
+  // One of three: free.
+  EXPECT_EQ(quorum_slot_state({slot_state(5000, "a"), slot_state(-2, ""), slot_state(-2, "")}, 3, true).pttl,
+            -2);
+  // A server that did not answer counts against: 2 answers of 5 are no majority.
+  EXPECT_EQ(quorum_slot_state({slot_state(5000, "a"), slot_state(5000, "a")}, 5, true).pttl, -2);
+}
+
+TEST(RedisQuorumState, ListWantsOneTokenStatusAnyHolder) {
+  const std::vector<RedisSlotState> split{slot_state(5000, "a"), slot_state(4000, "b"), slot_state(-2, "")};
+  EXPECT_EQ(quorum_slot_state(split, 3, true).pttl, -2);    // list: no majority with one token
+  EXPECT_EQ(quorum_slot_state(split, 3, false).pttl, 4000); // status: taken all the same
+  const std::vector<RedisSlotState> two_of_three{slot_state(5000, "b"), slot_state(4000, "a"),
+                                                 slot_state(3000, "b")};
+  auto s = quorum_slot_state(two_of_three, 3, true);
+  EXPECT_EQ(s.token, "b");
+  EXPECT_EQ(s.pttl, 3000);
+}
+
+TEST(RedisQuorumState, HolderWhenAMajorityRecordedItWithoutFence) {
+  auto s = quorum_slot_state(
+      {slot_state(5000, "a", 12, 7), slot_state(5000, "a", 12, 9), slot_state(5000, "a")}, 3, true);
+  ASSERT_EQ(s.holder.pids, std::vector<pid_t>{12});
+  EXPECT_EQ(s.holder.host, "h");
+  EXPECT_FALSE(s.holder.fence); // each server counts its own fences
+  s = quorum_slot_state({slot_state(5000, "a", 12), slot_state(5000, "a", 13), slot_state(5000, "a")}, 3,
+                        true);
+  EXPECT_TRUE(s.holder.pids.empty());
+  EXPECT_EQ(s.pttl, 5000);
+}
