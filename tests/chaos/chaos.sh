@@ -346,12 +346,19 @@ backend_cache() {
         for f in "$RUN"/builders/*; do
             pid=${f##*/}
             [[ $pid =~ ^[0-9]+$ ]] || continue
-            alive_with_tag "$pid" cache || continue
+            # A killed builder leaves its file behind, and its PID may come
+            # back as another process (in a long run, a caller): only a
+            # running build_output.sh is a builder.
+            if ! alive_with_tag "$pid" cache || ! is_builder "$pid"; then
+                rm -f -- "$f"
+                continue
+            fi
             if ((RANDOM % 2)); then
                 kill -KILL "$(ppid_of "$pid")" "$pid" 2>/dev/null # the caller that builds, and its build
             else
                 kill -KILL "$pid" 2>/dev/null # the build alone: bufferlock must not store it
             fi
+            rm -f -- "$f"
             KILLS=$((KILLS + 1))
             break
         done
@@ -370,6 +377,7 @@ backend_cache() {
     printf 'cache: %s outputs served and verified byte for byte, %s builders killed, %s runs ended by a kill (no output claimed); partial or wrong outputs %s; %ss\n' \
         "$served" "$KILLS" "$failed_runs" "$wrong" $((SECONDS - start))
     check "cache: outputs served" $((served < readers * calls / 2))
+    check "cache: every call of every reader ended (no reader killed)" $((served + wrong + failed_runs < readers * calls))
     check "cache: no partial or wrong output" $((wrong != 0))
 }
 

@@ -13,6 +13,13 @@ alive_with_tag() {
     [[ $1 =~ ^[0-9]+$ ]] && grep -qzxF -- "CHAOS_TAG=$2" "/proc/$1/environ" 2>/dev/null
 }
 
+# is_builder PID: PID runs build_output.sh.
+is_builder() {
+    local cmdline
+    { cmdline=$(tr '\0' ' ' <"/proc/$1/cmdline"); } 2>/dev/null || return 1
+    [[ $cmdline == *build_output.sh* ]]
+}
+
 # ppid_of PID
 ppid_of() {
     local stat
