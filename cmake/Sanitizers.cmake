@@ -19,6 +19,7 @@ endif()
 
 # BUFFERLOCK_COVERAGE: gcov counters in every target, for gcovr (build.sh test).
 if(BUFFERLOCK_COVERAGE)
+  add_compile_definitions(BUFFERLOCK_COVERAGE)
   add_compile_options(--coverage)
   add_link_options(--coverage)
 endif()

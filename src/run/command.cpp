@@ -18,6 +18,10 @@
 #include <array>
 #include <cerrno>
 
+#ifdef BUFFERLOCK_COVERAGE
+extern "C" void __gcov_dump(); // libgcov (coverage builds only)
+#endif
+
 namespace bufferlock {
 
 namespace {
@@ -103,6 +107,10 @@ pid_t spawn(ChildSetup& setup) {
 
 int exec_command(const std::vector<std::string>& argv) {
   const std::vector<char*> args = c_argv(argv);
+#ifdef BUFFERLOCK_COVERAGE
+  // exec replaces the process before its counters are written at exit.
+  __gcov_dump();
+#endif
   ::execvp(args[0], args.data());
   const int err = errno;
   diag::error(message(Msg::exec_failed, {{"command", argv[0]}, {"error", errno_text(err)}}));
