@@ -32,7 +32,7 @@ source "$HERE/lib.bash"
 mode=${1:-short}
 shift || true
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster cache)
+[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster sentinel cache)
 case $mode in
 short) SCALE=1 ;;
 long) SCALE=110 ;;
