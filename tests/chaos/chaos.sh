@@ -8,7 +8,10 @@
 # shorter and longer than the TTL); quorum (3 independent masters, one
 # server faulted at a time, restarts kept down longer than the TTL; no
 # fences); cluster (a 3-master Redis Cluster, one lock key per master; node
-# restarts lose the keys and fences as a single server's do); cache.
+# restarts lose the keys and fences as a single server's do); sentinel (a
+# master, its replica and one sentinel, workers on a redis-sentinel:// URL;
+# SENTINEL FAILOVER 3 × SCALE times, each an epoch for the analysis: a lock
+# taken just before can be lost, fences can go back; counted apart); cache.
 # short: about 10^3 sections per backend (CI); long: at least 10^5 (110 times
 # as many, since killed sections do not complete).
 # Prints one summary line per backend and ends with
@@ -18,9 +21,9 @@
 #
 # Each backend is one function, backend_NAME, that runs its workers and its
 # monkey and leaves its logs (LOGS, one per lock key) for analyse.awk.
-# A topology still to come (Sentinel failover) plugs in the same way: a
-# backend_NAME that starts its servers (redis_start), and a fault function
-# for server_monkey.
+# A new topology plugs in the same way: a backend_NAME that starts its
+# servers (redis_start), and a fault function for server_monkey (FAULT_KINDS
+# for kinds of its own, as backend_sentinel's failover).
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
@@ -29,12 +32,12 @@ source "$HERE/lib.bash"
 mode=${1:-short}
 shift || true
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster cache)
+[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster sentinel cache)
 case $mode in
 short) SCALE=1 ;;
 long) SCALE=110 ;;
 *)
-    echo "usage: $0 [short|long] [file|redis|quorum|cluster|cache...]" >&2
+    echo "usage: $0 [short|long] [file|redis|quorum|cluster|sentinel|cache...]" >&2
     exit 64
     ;;
 esac
@@ -98,7 +101,7 @@ check() { # NAME OK?
 # up), and the checks on them. EXPECT_FENCES yes or no: whether the lock
 # gives the command fences (NO_FENCE_WHY says why not).
 report() {
-    local name=$1 secs=$2 log counts kv k v fence_text
+    local name=$1 secs=$2 log counts kv k v fence_text failover_text=
     local -A c
     for log in "${LOGS[@]}"; do
         read -ra counts < <(awk -f "$HERE/analyse.awk" "$log")
@@ -117,13 +120,16 @@ report() {
     else
         fence_text="${c[fence_violations]} (${c[fences]} fences)"
     fi
-    printf '%s: %s sections, %s killed, faults [%s]; mutual-exclusion violations %s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
-        "$name" "${c[sections]}" "$KILLS" "${FAULTS[*]:-none}" "${c[violations]}" "${c[outlived]}" \
+    # A failover epoch's (analyse.awk): shown only by a backend that has them.
+    ((c[failovers] > 0)) &&
+        failover_text="; in a failover (a lock lost as asynchronous replication allows): overlaps ${c[failover_overlaps]}, increments lost/duplicated ${c[failover_increments]}"
+    printf '%s: %s sections, %s killed, faults [%s]; mutual-exclusion violations %s%s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
+        "$name" "${c[sections]}" "$KILLS" "${FAULTS[*]:-none}" "${c[violations]}" "$failover_text" "${c[outlived]}" \
         "$([[ ${c[fences]} == n/a ]] && echo n/a || echo "would have stopped ${c[outlived]}")" \
         "${c[increments_bad]}" "${c[increments_bad_outlived]}" "$fence_text" "${c[hung]}" "$secs"
     check "$name: sections completed" $((c[sections] < EXPECT_SECTIONS))
     check "$name: mutual exclusion" $((c[violations] != 0))
-    check "$name: increments" $((c[increments_bad] - c[increments_bad_outlived] != 0))
+    check "$name: increments" $((c[increments_bad] - c[increments_bad_outlived] - c[failover_increments] != 0))
     check "$name: fence order" $((c[fence_violations] != 0))
     check "$name: no hung worker" $((c[hung] != 0))
     case $EXPECT_FENCES in
@@ -135,14 +141,18 @@ report() {
 # server_monkey NAME KILL FAULT: until the workers are done, every 0.3-0.9 s
 # either KILL (SIGKILL a holder; 7 times in 10) or, when one is due, FAULT
 # KIND MS, a server fault: restart, pause-0.5s or pause-1.5s (MS: 500, 1500;
-# shorter and longer than the workers' TTL of 1 s), 3 × SCALE of each, one
+# shorter and longer than the workers' TTL of 1 s; FAULT_KINDS: other
+# kinds, MS 0), 3 × SCALE of each, one
 # every 0.5-2 s (they cost seconds each: a fixed number, on a schedule, so
 # that a short run gets them all).
 # ONE_FAULT_AT_A_TIME=1: a server fault waits for the end of the last pause
 # (a quorum keeps its majority). Leaves FAULTS as counts per kind.
 server_monkey() {
     local name=$1 kill=$2 fault=$3 kind kinds ms us paused_until=0 next_fault
-    local -A left=([restart]=$((3 * SCALE)) [pause-0.5s]=$((3 * SCALE)) [pause-1.5s]=$((3 * SCALE)))
+    local -A left=()
+    for kind in ${FAULT_KINDS:-restart pause-0.5s pause-1.5s}; do
+        left[$kind]=$((3 * SCALE))
+    done
     next_fault=$((${EPOCHREALTIME/./} + $(rand_between 500 2000) * 1000))
     while [[ ! -e $RUN/done ]]; do
         nap "0.$(rand_between 3 9)"
@@ -321,6 +331,70 @@ cluster_fault() { # KIND MS: on one node of the three
         ;;
     *) pause_server "$i" "$2" ;;
     esac
+}
+
+# A master (server 0), its replica (1) and a sentinel (2) watching them as
+# "mymaster"; the workers find the master through the sentinel. The fault is
+# SENTINEL FAILOVER: a lock taken just before it can be lost and the fence
+# counter can go back (asynchronous replication, man: Sentinel), so each
+# failover is an epoch for the analysis, from before the command until the
+# old master replicates the new one.
+backend_sentinel() {
+    local w=6 k=$((170 * SCALE)) start=$SECONDS
+    new_run
+    REDIS_ARGS=(--repl-diskless-sync-delay 0) # a replica in sync at once after a failover
+    if ! { redis_start 2 && rcli_to 1 REPLICAOF 127.0.0.1 "${SRV_PORT[0]}" >/dev/null &&
+        wait_for replica_synced 1 "${SRV_PORT[0]}" && sentinel_spawn 2 "${SRV_PORT[0]}"; }; then
+        check "sentinel: servers start" 1
+        redis_stop
+        return
+    fi
+    MASTER=0
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes
+    LONG_NAP=1.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" \
+        --redis "redis-sentinel://127.0.0.1:${SRV_PORT[2]}#mymaster" --ttl 1 -w 120
+    FAULT_KINDS=failover server_monkey sentinel holder_kill sentinel_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    report sentinel $((SECONDS - start))
+}
+
+# sentinel_fault failover: SENTINEL FAILOVER (retried while the sentinel
+# has no replica it trusts yet, or the last failover is still under way);
+# then until the sentinel names the replica, which says it is a master. The
+# sentinel would make the old master a replica of the new one some 10 s
+# later (+convert-to-slave); the harness does it at once (REPLICAOF), and
+# waits until it is in sync, ready for the next failover.
+sentinel_fault() {
+    local old=$MASTER new=$((1 - MASTER))
+    echo "epoch failover" >>"$RUN/log"
+    wait_for failover_accepted || {
+        echo "chaos: SENTINEL FAILOVER: $(<"$RUN/failover.reply")" >&2
+        return 1
+    }
+    wait_for promoted "$new" || return 1
+    rcli_to "$old" REPLICAOF 127.0.0.1 "${SRV_PORT[new]}" >/dev/null
+    wait_for replica_synced "$old" "${SRV_PORT[new]}" || return 1
+    MASTER=$new
+    echo "epoch failover-done" >>"$RUN/log"
+}
+
+failover_accepted() {
+    rcli_to 2 SENTINEL FAILOVER mymaster >"$RUN/failover.reply" 2>&1
+    [[ $(<"$RUN/failover.reply") == OK ]]
+}
+
+promoted() { [[ $(sentinel_master_port 2) == "${SRV_PORT[$1]}" && $(role_of "$1") == master ]]; }
+
+# wait_for COMMAND...: until COMMAND succeeds, 20 s at most.
+wait_for() {
+    local n
+    for ((n = 0; n < 400; n++)); do
+        "$@" && return 0
+        nap 0.05
+    done
+    echo "chaos: waited 20 s in vain for: $*" >&2
+    return 1
 }
 
 # Builders killed at random points; every output a caller got with status 0

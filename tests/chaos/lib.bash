@@ -121,17 +121,24 @@ redis_url() { echo "redis://127.0.0.1:${SRV_PORT[$1]}/0"; }
 
 # redis_spawn I: start server I on SRV_PORT[I] (loopback, no persistence); sets SRV_PID[I].
 redis_spawn() {
-    local i=$1 n dir=$RUN/srv$1
+    local i=$1 dir=$RUN/srv$1
     mkdir -p "$dir"
     redis-server --port "${SRV_PORT[i]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
         --dir "$dir" --logfile '' "${REDIS_ARGS[@]}" </dev/null >>"$dir/redis.log" 2>&1 &
     SRV_PID[i]=$!
+    server_up "$i" && return 0
+    redis_stop_one "$i"
+    return 1
+}
+
+# server_up I: until server I answers PING (5 s at most); fails at once if it died.
+server_up() {
+    local n
     for ((n = 0; n < 100; n++)); do
-        [[ $(rcli_to "$i" PING 2>/dev/null) == PONG ]] && return 0
-        kill -0 "${SRV_PID[i]}" 2>/dev/null || break
+        [[ $(rcli_to "$1" PING 2>/dev/null) == PONG ]] && return 0
+        kill -0 "${SRV_PID[$1]}" 2>/dev/null || return 1
         nap 0.05
     done
-    redis_stop_one "$i"
     return 1
 }
 
@@ -224,3 +231,43 @@ key_on_node() {
     done
     return 1
 }
+
+# --- Sentinel ---------------------------------------------------------------------
+
+# sentinel_spawn I MASTER_PORT: server I a sentinel (redis-server --sentinel)
+# on a free port, watching 127.0.0.1:MASTER_PORT as "mymaster" with quorum 1
+# (it fails over alone); its own configuration file, which it rewrites.
+sentinel_spawn() {
+    local i=$1 dir=$RUN/srv$1 try
+    mkdir -p "$dir"
+    for ((try = 0; try < 5; try++)); do
+        SRV_PORT[i]=$(free_port) || return 1
+        cat >"$dir/sentinel.conf" <<CONF
+port ${SRV_PORT[i]}
+bind 127.0.0.1
+daemonize no
+dir $dir
+sentinel monitor mymaster 127.0.0.1 $2 1
+sentinel down-after-milliseconds mymaster 2000
+sentinel failover-timeout mymaster 10000
+CONF
+        redis-server "$dir/sentinel.conf" --sentinel </dev/null >>"$dir/redis.log" 2>&1 &
+        SRV_PID[i]=$!
+        server_up "$i" && return 0
+        redis_stop_one "$i"
+    done
+    return 1
+}
+
+# sentinel_master_port I: the port sentinel I names for mymaster now.
+sentinel_master_port() { rcli_to "$1" SENTINEL get-master-addr-by-name mymaster | sed -n 2p; }
+
+# replica_synced I MASTER_PORT: server I replicates MASTER_PORT, its link up.
+replica_synced() {
+    local info
+    info=$(rcli_to "$1" INFO replication | tr -d '\r')
+    [[ $info == *role:slave* && $info == *"master_port:$2"* && $info == *master_link_status:up* ]]
+}
+
+# role_of I: master or slave, as server I says (ROLE).
+role_of() { rcli_to "$1" ROLE 2>/dev/null | head -n1; }
