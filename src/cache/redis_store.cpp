@@ -27,11 +27,6 @@ constexpr std::size_t chunk = 1024 * 1024;    // bytes per GETRANGE / APPEND: bo
 constexpr std::string_view temp_ttl_ms = "600000";
 constexpr int read_attempts = 3; // an entry replaced while it is read is read again
 
-std::string_view reply_string(const redisReply* r) {
-  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) return {};
-  return {r->str, r->len};
-}
-
 std::int64_t realtime_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -218,13 +213,11 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
   do {
     auto r = call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
     if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
-    const redisReply* rep = std::get<RedisReply>(r).get();
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || rep->element[1]->type != REDIS_REPLY_ARRAY)
-      return SysError{server(), "unexpected reply to SCAN"};
-    cursor = std::string(reply_string(rep->element[0]));
-    const redisReply* keys = rep->element[1];
-    for (std::size_t i = 0; i < keys->elements; ++i) {
-      const std::string ekey(reply_string(keys->element[i]));
+    auto page = scan_page(std::get<RedisReply>(r).get());
+    if (!page) return SysError{server(), "unexpected reply to SCAN"};
+    cursor = std::move(page->cursor);
+    for (const std::string_view name : page->names) {
+      const std::string ekey(name);
       // The header and the length only: listing must not read every payload.
       auto len = call({"STRLEN", ekey});
       if (auto* e = std::get_if<RedisError>(&len)) {

@@ -136,17 +136,11 @@ std::string list_redis_locks(const RedisSettings& settings, std::optional<std::s
         const std::vector<std::string_view> scan{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
         auto reply = node ? client.command_on(*node, scan) : client.command({}, scan);
         if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-        const redisReply* r = std::get<RedisReply>(reply).get();
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-            r->element[1]->type != REDIS_REPLY_ARRAY)
-          return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
-        cursor.assign(r->element[0]->str, r->element[0]->len);
-        const redisReply* keys = r->element[1];
-        for (std::size_t i = 0; i < keys->elements; ++i) {
-          const std::string_view name(keys->element[i]->str, keys->element[i]->len);
-          if (auto n = parse_redis_lock_name(settings, name))
-            found.emplace(std::pair(n->digest, n->slot), name);
-        }
+        auto page = scan_page(std::get<RedisReply>(reply).get());
+        if (!page) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
+        cursor = std::move(page->cursor);
+        for (const std::string_view name : page->names)
+          if (auto n = parse_redis_lock_name(settings, name)) found.emplace(std::pair(n->digest, n->slot), name);
       } while (cursor != "0");
     }
   }

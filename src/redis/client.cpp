@@ -147,20 +147,14 @@ RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::stri
                                             std::string_view wake_key, std::string_view token,
                                             std::string_view ms) {
   const std::vector<std::string_view> eval = eval_args(script, lock_key, wake_key, token, ms);
-  std::vector<std::string_view> args = eval;
-  args[0] = "EVALSHA";
-  args[1] = script.sha1;
-  return keyed(lock_key, args, &eval, Nanos(0));
+  return keyed(lock_key, evalsha_words(eval, script), &eval, Nanos(0));
 }
 
 RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string_view>& argv) {
   const std::string nkeys = std::to_string(keys.size());
   const std::vector<std::string_view> eval = eval_words(script, nkeys, keys, argv);
-  std::vector<std::string_view> args = eval;
-  args[0] = "EVALSHA";
-  args[1] = script.sha1;
-  return keyed(keys.front(), args, &eval, Nanos(0));
+  return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0));
 }
 
 } // namespace bufferlock

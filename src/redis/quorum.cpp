@@ -1,5 +1,6 @@
 #include "redis/quorum.hpp"
 
+#include "redis/scan.hpp"
 #include "util/clock.hpp"
 
 #include <poll.h>
@@ -310,20 +311,16 @@ RedisResult<std::vector<std::string>> QuorumClient::scan(const std::vector<std::
       for (std::size_t i = 0; i < n; ++i) {
         if (!replies[i]) continue;
         const auto* reply = std::get_if<RedisReply>(&*replies[i]);
-        const redisReply* r = reply ? reply->get() : nullptr;
+        auto page = reply ? scan_page(reply->get()) : std::nullopt;
         cursors[i].clear();
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (!page) {
           outcome[i] = reply ? redis_error(RedisError::Kind::protocol,
                                            members_[i].url.display() + ": unexpected reply to SCAN")
                              : std::move(*replies[i]);
           continue;
         }
-        if (std::string_view(r->element[0]->str, r->element[0]->len) != "0")
-          cursors[i].assign(r->element[0]->str, r->element[0]->len);
-        const redisReply* keys = r->element[1];
-        for (std::size_t k = 0; k < keys->elements; ++k)
-          names.emplace(keys->element[k]->str, keys->element[k]->len);
+        if (page->cursor != "0") cursors[i] = std::move(page->cursor);
+        names.insert(page->names.begin(), page->names.end());
       }
     }
   }

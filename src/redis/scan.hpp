@@ -1,8 +1,12 @@
 // For SCAN ... MATCH over our own key names (list, cache --list).
 #pragma once
 
+#include <hiredis/hiredis.h>
+
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bufferlock {
 
@@ -15,6 +19,25 @@ inline std::string glob_escape(std::string_view text) {
     out += c;
   }
   return out;
+}
+
+// One SCAN reply: the next cursor ("0" once done) and the key names (views
+// into the reply); nullopt when the reply has not SCAN's shape.
+struct ScanPage {
+  std::string cursor;
+  std::vector<std::string_view> names;
+};
+
+inline std::optional<ScanPage> scan_page(const redisReply* r) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+      r->element[1]->type != REDIS_REPLY_ARRAY)
+    return std::nullopt;
+  ScanPage page{std::string(r->element[0]->str, r->element[0]->len), {}};
+  const redisReply* keys = r->element[1];
+  page.names.reserve(keys->elements);
+  for (std::size_t i = 0; i < keys->elements; ++i)
+    page.names.emplace_back(keys->element[i]->str, keys->element[i]->len);
+  return page;
 }
 
 } // namespace bufferlock

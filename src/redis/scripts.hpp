@@ -91,6 +91,15 @@ inline constexpr RedisScript status_slots_script{
     "end return out",
     "19ff3205706f9a81b1cdf4cbd05a5e0c2dffc4da", -1};
 
+// The EVALSHA words of a script call whose EVAL words are `eval`: the same
+// but the first two.
+inline std::vector<std::string_view> evalsha_words(std::vector<std::string_view> eval,
+                                                   const RedisScript& script) {
+  eval[0] = "EVALSHA";
+  eval[1] = script.sha1;
+  return eval;
+}
+
 // The EVAL words of a lock script: its source, its key count, the lock key
 // (and the wake key when it takes two), the token and the milliseconds. For
 // EVALSHA, replace the first two words by "EVALSHA" and the digest.
