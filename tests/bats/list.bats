@@ -26,8 +26,12 @@ teardown() { redis_teardown; }
     "$BL" --slots 2 -d "$D" other sleep 300 </dev/null >/dev/null 2>&1 3>&- &
     local slot_pid=$!
     track_pid "$slot_pid"
+    # Ready when both bufferlock holders have written their records (a lock
+    # is visible in /proc/locks a moment before its record is).
+    local now
     for ((i = 0; i < 100; i++)); do
-        [[ $(bl list -d "$D" | wc -l) -eq 3 ]] && break
+        now=$(bl list -d "$D")
+        [[ $(wc -l <<<"$now") -eq 3 && $now == *"deploy prod pid="* && $now == *"other slot=1 pid="* ]] && break
         sleep 0.05
     done
     run --separate-stderr bl list -d "$D"
