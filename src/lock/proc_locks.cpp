@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -52,7 +53,9 @@ std::vector<pid_t> parse_flock_holders(std::string_view text, dev_t dev, ino_t i
       }
       pid = pid * 10 + (c - '0');
     }
-    if (pid > 0) pids.push_back(pid);
+    // One pid once: a line can come twice when /proc/locks changes between
+    // two reads of it, and one process may hold a shared lock twice.
+    if (pid > 0 && std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
   }
   return pids;
 }

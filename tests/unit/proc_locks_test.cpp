@@ -30,3 +30,11 @@ TEST(ProcLocks, NothingForOtherFilesOrGarbage) {
   EXPECT_TRUE(parse_flock_holders(sample, makedev(0, 0x1f), 9).empty());
   EXPECT_TRUE(parse_flock_holders("garbage\n\n1: FLOCK\n", makedev(0, 0), 0).empty());
 }
+
+TEST(ProcLocks, EachHolderOnce) {
+  // The same line twice (read across a change of /proc/locks) is one holder.
+  const char* twice = "2: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF\n"
+                      "2: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF\n"
+                      "3: FLOCK  ADVISORY  READ 51 fd:01:1234 0 EOF\n";
+  EXPECT_EQ(parse_flock_holders(twice, makedev(0xfd, 0x01), 1234), (std::vector<pid_t>{4242, 51}));
+}
