@@ -242,7 +242,7 @@ redis_fault() { # KIND MS
 # Three independent masters (--redis given 3 times), one server fault at a
 # time so that a majority stays up. A quorum lock has no fence.
 backend_quorum() {
-    local w=6 k=$((150 * SCALE)) start=$SECONDS i urls=() # three servers a run: fewer runs
+    local w=6 k=$((170 * SCALE)) start=$SECONDS i urls=()
     new_run
     redis_start 3 || {
         check "quorum: server start" 1
