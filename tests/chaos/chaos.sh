@@ -400,7 +400,7 @@ wait_for() {
 # Builders killed at random points; every output a caller got with status 0
 # is compared byte for byte with the one right output.
 backend_cache() {
-    local readers=6 calls=$((170 * SCALE)) start=$SECONDS i pids=() f pid
+    local readers=6 calls=$((170 * SCALE)) start=$SECONDS i pids=() f pid caller
     new_run
     for i in 0 1 2; do
         CHAOS_DIR=$RUN "$HERE/build_output.sh" "key$i" >"$RUN/expected.key$i"
@@ -427,8 +427,8 @@ backend_cache() {
                 rm -f -- "$f"
                 continue
             fi
-            if ((RANDOM % 2)); then
-                kill -KILL "$(ppid_of "$pid")" "$pid" 2>/dev/null # the caller that builds, and its build
+            if ((RANDOM % 2)) && caller=$(ppid_of "$pid") && is_caller "$caller"; then
+                kill -KILL "$caller" "$pid" 2>/dev/null # the caller that builds, and its build
             else
                 kill -KILL "$pid" 2>/dev/null # the build alone: bufferlock must not store it
             fi

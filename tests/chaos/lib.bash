@@ -13,11 +13,21 @@ alive_with_tag() {
     [[ $1 =~ ^[0-9]+$ ]] && grep -qzxF -- "CHAOS_TAG=$2" "/proc/$1/environ" 2>/dev/null
 }
 
-# is_builder PID: PID runs build_output.sh.
+# is_builder PID: PID is a build_output.sh (bash running it). Its caller's
+# timeout and bufferlock only name it among their arguments: a PID of a
+# killed builder that came back as one of those is not a builder.
 is_builder() {
-    local cmdline
-    { cmdline=$(tr '\0' ' ' <"/proc/$1/cmdline"); } 2>/dev/null || return 1
-    [[ $cmdline == *build_output.sh* ]]
+    local argv=()
+    { mapfile -d '' -t argv <"/proc/$1/cmdline"; } 2>/dev/null || return 1
+    [[ ${argv[1]:-} == */build_output.sh ]]
+}
+
+# is_caller PID: PID is a bufferlock of the cache run.
+is_caller() {
+    local comm
+    alive_with_tag "$1" cache || return 1
+    { comm=$(<"/proc/$1/comm"); } 2>/dev/null || return 1
+    [[ $comm == bufferlock ]]
 }
 
 # ppid_of PID
