@@ -386,17 +386,6 @@ failover_accepted() {
 
 promoted() { [[ $(sentinel_master_port 2) == "${SRV_PORT[$1]}" && $(role_of "$1") == master ]]; }
 
-# wait_for COMMAND...: until COMMAND succeeds, 20 s at most.
-wait_for() {
-    local n
-    for ((n = 0; n < 400; n++)); do
-        "$@" && return 0
-        nap 0.05
-    done
-    echo "chaos: waited 20 s in vain for: $*" >&2
-    return 1
-}
-
 # Builders killed at random points; every output a caller got with status 0
 # is compared byte for byte with the one right output.
 backend_cache() {

@@ -8,6 +8,17 @@ rand_between() { echo $(($1 + RANDOM % ($2 - $1 + 1))); }
 # nap SECONDS: sleep without a child process (a read that times out).
 nap() { read -r -t "$1" -u 7 _ || true; }
 
+# wait_for COMMAND...: until COMMAND succeeds, 20 s at most.
+wait_for() {
+    local n
+    for ((n = 0; n < 400; n++)); do
+        "$@" && return 0
+        nap 0.05
+    done
+    echo "chaos: waited 20 s in vain for: $*" >&2
+    return 1
+}
+
 # alive_with_tag PID TAG: PID runs and carries CHAOS_TAG=TAG (no reused PID).
 alive_with_tag() {
     [[ $1 =~ ^[0-9]+$ ]] && grep -qzxF -- "CHAOS_TAG=$2" "/proc/$1/environ" 2>/dev/null
@@ -213,19 +224,14 @@ cluster_create() {
         cluster_wait_ok
 }
 
-# cluster_wait_ok: until every node reports cluster_state:ok (10 s at most).
-cluster_wait_ok() {
-    local n i ok
-    for ((n = 0; n < 200; n++)); do
-        ok=0
-        for i in "${!SRV_PORT[@]}"; do
-            rcli_to "$i" CLUSTER INFO | grep -q '^cluster_state:ok' && ok=$((ok + 1))
-        done
-        ((ok == ${#SRV_PORT[@]})) && return 0
-        nap 0.05
+# cluster_wait_ok: until every node reports cluster_state:ok.
+cluster_wait_ok() { wait_for cluster_ok; }
+
+cluster_ok() {
+    local i
+    for i in "${!SRV_PORT[@]}"; do
+        rcli_to "$i" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1
     done
-    echo "chaos: the cluster never reached cluster_state:ok" >&2
-    return 1
 }
 
 # key_on_node I: a lock KEY whose Redis key (buffer:lock:MD5) node I serves:
