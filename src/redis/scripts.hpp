@@ -101,8 +101,8 @@ inline std::vector<std::string_view> evalsha_words(std::vector<std::string_view>
 }
 
 // The EVAL words of a lock script: its source, its key count, the lock key
-// (and the wake key when it takes two), the token and the milliseconds. For
-// EVALSHA, replace the first two words by "EVALSHA" and the digest.
+// (and the wake key when it takes two), the token and the milliseconds
+// (evalsha_words gives their EVALSHA form).
 inline std::vector<std::string_view> eval_args(const RedisScript& script, std::string_view lock_key,
                                                std::string_view wake_key, std::string_view token,
                                                std::string_view ms) {
