@@ -76,22 +76,28 @@ std::string RedisStore::where(std::string_view key) const {
   return "Redis at " + server() + ", key " + entry_key(key);
 }
 
-RedisResult<RedisReply> RedisStore::call(std::initializer_list<std::string_view> args) const {
-  const std::vector<std::string_view> argv(args);
-  const std::string_view verb = argv.front();
-  const std::string_view key = verb == "SCAN"                        ? std::string_view()
-                               : verb == "EVALSHA" || verb == "EVAL" ? argv.at(3)
-                                                                     : argv.at(1);
+template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) const {
   if (!client_)
     client_.emplace(settings_.url, settings_.password,
                     RedisTimeouts{settings_.connect_timeout, settings_.io_timeout});
   const bool reused = client_->connected();
   for (int attempt = 0;; ++attempt) {
-    auto reply = client_->command(key, argv);
+    auto reply = send(*client_);
     const auto* e = std::get_if<RedisError>(&reply);
     if (e && e->kind == RedisError::Kind::dropped && reused && attempt == 0) continue;
     return reply;
   }
+}
+
+RedisResult<RedisReply> RedisStore::call(std::initializer_list<std::string_view> args) const {
+  const std::vector<std::string_view> argv(args);
+  const std::string_view key = argv.front() == "SCAN" ? std::string_view() : argv.at(1);
+  return on_client([&](RedisClient& c) { return c.command(key, argv); });
+}
+
+RedisResult<RedisReply> RedisStore::eval(const RedisScript& script, const std::vector<std::string>& keys,
+                                         const std::vector<std::string_view>& argv) const {
+  return on_client([&](RedisClient& c) { return c.eval(script, keys, argv); });
 }
 
 void RedisStore::after_fork() const {
@@ -100,17 +106,6 @@ void RedisStore::after_fork() const {
 }
 
 namespace {
-
-// EVALSHA, then EVAL when the server does not know the script yet.
-template <class... Args>
-RedisResult<RedisReply> run_cache_script(const RedisStore& store, const RedisScript& s,
-                                         std::string_view nkeys, Args... args) {
-  auto r = store.call({"EVALSHA", s.sha1, nkeys, args...});
-  if (const auto* e = std::get_if<RedisError>(&r);
-      e && e->kind == RedisError::Kind::server && e->text.starts_with("NOSCRIPT"))
-    r = store.call({"EVAL", s.source, nkeys, args...});
-  return r;
-}
 
 Lookup unreadable(const RedisError& e) { return {LookupState::unreadable, {}, e.text}; }
 
@@ -322,9 +317,7 @@ public:
     }
     const std::string sent = std::to_string(sent_);
     auto r =
-        run_cache_script(store_, cache_publish_script, "2", std::string_view(temp_key_),
-                         std::string_view(entry_key_), std::string_view(pending_), std::string_view(head),
-                         std::string_view(trailer), std::string_view(sent), std::string_view(expire));
+        store_.eval(cache_publish_script, {temp_key_, entry_key_}, {pending_, head, trailer, sent, expire});
     pending_ = std::string();
     if (auto* e = std::get_if<RedisError>(&r)) {
       error_ = SysError{store_.server(), e->text};
@@ -366,8 +359,7 @@ private:
 
   bool flush() {
     const std::string sent = std::to_string(sent_);
-    auto r = run_cache_script(store_, cache_append_script, "1", std::string_view(temp_key_),
-                              std::string_view(pending_), temp_ttl_ms, std::string_view(sent));
+    auto r = store_.eval(cache_append_script, {temp_key_}, {pending_, temp_ttl_ms, sent});
     if (auto* e = std::get_if<RedisError>(&r)) {
       error_ = SysError{store_.server(), e->text};
       pending_ = std::string();

@@ -49,12 +49,18 @@ public:
   // connection that the server closed meanwhile (idle timeout, restart) is
   // opened again once.
   RedisResult<RedisReply> call(std::initializer_list<std::string_view> args) const;
+  // A script on KEYS and ARGV, the same way (EVALSHA, EVAL when the server
+  // does not know it yet).
+  RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
+                               const std::vector<std::string_view>& argv) const;
 
   std::uint64_t max_entry() const { return max_entry_; }
   std::optional<Nanos> expire_after() const { return expire_after_; }
 
 private:
   Lookup read_entry(std::string_view key, const std::string& ekey) const;
+  // SEND(client) on the lock's client, once more if a kept connection dropped.
+  template <class Send> RedisResult<RedisReply> on_client(Send send) const;
 
   RedisSettings settings_;
   std::uint64_t max_entry_;

@@ -117,6 +117,20 @@ assert_no_entry_files() {
     assert_equal "$(rcli EXISTS "$(ekey "$K")")" 1
 }
 
+@test "after SCRIPT FLUSH the store's scripts are sent again (EVAL), and a 3 MiB entry is stored" {
+    run --separate-stderr bls "$K" sh -c "echo x >>'$RUNS'; cat '$M3'"
+    assert_success
+    assert_equal "$(rcli SCRIPT FLUSH)" OK
+    # A rebuild: the appending script (3 chunks) and the publishing one.
+    run --separate-stderr bls --force "$K" sh -c "echo x >>'$RUNS'; cat '$M3'"
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(rcli EXISTS "$(ekey "$K")")" 1
+    cmp -s <(bls "$K" sh -c "echo x >>'$RUNS'; cat '$M3'" 2>/dev/null) "$M3" ||
+        fail "the stored entry was not served whole"
+    assert_runs 2 # the last call was a hit
+}
+
 @test "a builder SIGKILLed mid-stream leaves nothing servable; its build key expires" {
     blc_bg --store redis -r "$REDIS_URL" --ttl 1 "$K" sh -c "cat '$M3'; sleep 30"
     local i tmp=
