@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs the README's Quick start commands, exactly as written there, as root in
+# a fresh minimal Debian 12 root (debootstrap --variant=minbase bookworm), so
+# that a package this machine happens to have cannot hide a missing install
+# step.
+#
+#   .ci/fresh-root.sh [BUILD|TEST|ALL]   which Quick start command(s) to run
+#                                         (default ALL: both, in order)
+#
+# The debootstrap result is kept as a tarball in BUFFERLOCK_CI_CACHE (default
+# /var/cache/bufferlock-ci) and unpacked anew for every run; the .deb files apt
+# downloads are kept there too. Both are downloads only: every run starts from
+# a root where nothing but minbase is installed. The root lives in its own
+# mount and PID namespace, so its mounts and every process started in it end
+# with the run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo=$PWD
+which=${1:-ALL}
+
+say() { printf '==> fresh root: %s\n' "$*"; }
+
+[ "$(id -u)" -eq 0 ] || { echo "fresh-root.sh: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
+
+# The Quick start block of README.md: its first line builds and runs, its
+# second runs the tests.
+mapfile -t commands < <(awk '/^## Quick start/ { q = 1 } q && /^```sh/ { c = 1; next }
+                              c && /^```/ { exit } c && NF { print }' README.md)
+[ "${#commands[@]}" -eq 2 ] || { echo "fresh-root.sh: README.md's Quick start has ${#commands[@]} commands, not 2" >&2; exit 2; }
+case $which in
+BUILD) commands=("${commands[0]}") ;;
+TEST) commands=("${commands[1]}") ;;
+ALL) ;;
+*) echo "usage: $0 [BUILD|TEST|ALL]" >&2; exit 64 ;;
+esac
+
+cache=${BUFFERLOCK_CI_CACHE:-/var/cache/bufferlock-ci}
+mkdir -p "$cache/apt-archives/partial"
+base=$cache/bookworm-minbase.tar
+
+if ! command -v debootstrap >/dev/null; then
+  say "installing debootstrap on the host"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+fi
+
+if [ ! -s "$base" ]; then
+  say "debootstrap --variant=minbase bookworm (kept in $base)"
+  tmp=$(mktemp -d "$cache/debootstrap.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  debootstrap --variant=minbase bookworm "$tmp" >"$cache/debootstrap.log" 2>&1 ||
+    { tail -n 20 "$cache/debootstrap.log" >&2; exit 1; }
+  tar -C "$tmp" -cf "$base.part" .
+  mv "$base.part" "$base"
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+
+work=$(mktemp -d "$cache/run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir "$root"
+tar -C "$root" -xf "$base"
+# The same package sources as this machine's apt, and its name resolution.
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+  [ -f "$f" ] && cp "$f" "$root$f"
+done
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# A clone of this checkout's HEAD, as a user would have it.
+git clone -q --no-local "$repo" "$root/root/bufferlock"
+
+say "running as root in a fresh Debian 12 minbase root:"
+printf '    %s\n' "${commands[@]}"
+start=$SECONDS
+status=0
+unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
+  root=$1 archives=$2
+  shift 2
+  mount --rbind /dev "$root/dev"
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys"
+  mount --bind "$archives" "$root/var/cache/apt/archives"
+  for c in "$@"; do
+    printf "==> fresh root: %s\n" "$c"
+    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      /bin/bash -c "cd /root/bufferlock && $c"
+  done
+' fresh-root "$root" "$cache/apt-archives" "${commands[@]}" || status=$?
+say "exit status $status after $((SECONDS - start)) s"
+exit "$status"
