@@ -6,27 +6,32 @@
 
 namespace bufferlock {
 
-// Appends a chunk to a build's temporary key and resets its time to live.
-// KEYS = {temporary key}; ARGV = {bytes, ttl ms, the length the builder has
-// sent so far}. The new length, or -1 when the key does not hold what the
-// builder sent (it expired during a long silence): APPEND would otherwise
-// start a key without a time to live holding only a tail.
-inline constexpr RedisScript cache_append_script{
-    "local n = redis.call('STRLEN', KEYS[1]) if n ~= tonumber(ARGV[3]) then return -1 end local"
-    " m = redis.call('APPEND', KEYS[1], ARGV[1]) redis.call('PEXPIRE', KEYS[1], ARGV[2]) return"
-    " m",
-    "19a1214b820c14086db7d178bf11236eff188e5b", 1};
+// An entry is a hash (see redis_store.hpp): field "h" the header, fields
+// "0", "1", ... the body in parts, field "t" the trailer. Parts are separate
+// values, so a large entry is never one string that grows by reallocation
+// (APPEND to a 100 MiB string copies it whenever the allocator cannot grow it
+// in place: hundreds of milliseconds of a blocked server).
 
-// Completes a temporary key and renames it into place, in one step: readers
+// Stores a build's next part in its temporary hash and resets its time to
+// live. KEYS = {temporary key}; ARGV = {bytes, ttl ms, the number of parts
+// the builder has sent so far}. The new number of parts, or -1 when the key
+// does not hold what the builder sent (it expired during a long silence).
+inline constexpr RedisScript cache_append_script{
+    "local n = redis.call('HLEN', KEYS[1]) if n ~= tonumber(ARGV[3]) then return -1 end redis.ca"
+    "ll('HSET', KEYS[1], ARGV[3], ARGV[1]) redis.call('PEXPIRE', KEYS[1], ARGV[2]) return n + 1",
+    "b4c035143c7490c2aebe0c40c2937a950bc715c6", 1};
+
+// Completes a temporary hash and renames it into place, in one step: readers
 // get the previous entry or the whole new one. KEYS = {temporary key, entry
-// key}; ARGV = {the last bytes, the final header, the trailer, the length sent
-// before, expiry ms or 0 (none)}. 1 when published, 0 when the temporary key
-// is not the builder's any more.
+// key}; ARGV = {the last part (may be empty), the header, the trailer, the
+// number of parts sent before, expiry ms or 0 (none)}. 1 when published, 0
+// when the temporary key is not the builder's any more.
 inline constexpr RedisScript cache_publish_script{
-    "if redis.call('STRLEN', KEYS[1]) ~= tonumber(ARGV[4]) then return 0 end redis.call('APPEND"
-    "', KEYS[1], ARGV[1]) redis.call('SETRANGE', KEYS[1], 0, ARGV[2]) redis.call('APPEND', KEYS"
-    "[1], ARGV[3]) redis.call('RENAME', KEYS[1], KEYS[2]) if ARGV[5] == '0' then redis.call('PE"
-    "RSIST', KEYS[2]) else redis.call('PEXPIRE', KEYS[2], ARGV[5]) end return 1",
-    "f15c0e5fcf6c73b722adb4fd3556faf457e2124d", 2};
+    "if redis.call('HLEN', KEYS[1]) ~= tonumber(ARGV[4]) then return 0 end if #ARGV[1] > 0 then"
+    " redis.call('HSET', KEYS[1], ARGV[4], ARGV[1]) end redis.call('HSET', KEYS[1], 'h', ARGV[2"
+    "]) redis.call('HSET', KEYS[1], 't', ARGV[3]) redis.call('RENAME', KEYS[1], KEYS[2]) if ARG"
+    "V[5] == '0' then redis.call('PERSIST', KEYS[2]) else redis.call('PEXPIRE', KEYS[2], ARGV[5"
+    "]) end return 1",
+    "774f74710653870b3d7e36e19a62c8d0994f9216", 2};
 
 } // namespace bufferlock

@@ -20,8 +20,7 @@ namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t first_read = 64 * 1024; // one GETRANGE holds most entries whole
-constexpr std::size_t chunk = 1024 * 1024;    // bytes per GETRANGE / APPEND: bounds memory
+constexpr std::size_t chunk = 1024 * 1024; // bytes per part of an entry's body: bounds memory
 // A build's temporary key lives this long after its last chunk: a builder
 // that dies leaves it behind for no longer (it is never renamed, so never served).
 constexpr std::string_view temp_ttl_ms = "600000";
@@ -89,8 +88,7 @@ template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) c
   }
 }
 
-RedisResult<RedisReply> RedisStore::call(std::initializer_list<std::string_view> args) const {
-  const std::vector<std::string_view> argv(args);
+RedisResult<RedisReply> RedisStore::call(const std::vector<std::string_view>& argv) const {
   const std::string_view key = argv.front() == "SCAN" ? std::string_view() : argv.at(1);
   return on_client([&](RedisClient& c) { return c.command(key, argv); });
 }
@@ -108,17 +106,34 @@ void RedisStore::after_fork() const {
 namespace {
 
 Lookup unreadable(const RedisError& e) { return {LookupState::unreadable, {}, e.text}; }
+Lookup write_failed() { return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)}; }
 
-// GETRANGE key [from, from+len): the bytes, or the error.
-RedisResult<std::string> get_range(const RedisStore& store, const std::string& ekey, std::uint64_t from,
-                                   std::uint64_t len) {
-  const std::string a = std::to_string(from), b = std::to_string(from + len - 1);
-  auto r = store.call({"GETRANGE", ekey, a, b});
+// A field of an entry's hash: its bytes, nullopt when absent, or the error.
+using Field = std::optional<std::string>;
+
+Field field_of(const redisReply* r) {
+  if (r->type == REDIS_REPLY_STRING) return std::string(r->str, r->len);
+  return std::nullopt;
+}
+
+// HMGET KEY FIELD...: one value (or nullopt) a field.
+RedisResult<std::vector<Field>> get_fields(const RedisStore& store, const std::string& ekey,
+                                           std::initializer_list<std::string_view> fields) {
+  std::vector<std::string_view> args{"HMGET", ekey};
+  args.insert(args.end(), fields);
+  auto r = store.call(args);
   if (auto* e = std::get_if<RedisError>(&r)) return *e;
   const redisReply* rep = std::get<RedisReply>(r).get();
-  if (rep->type != REDIS_REPLY_STRING)
-    return redis_error(RedisError::Kind::protocol, "unexpected reply to GETRANGE");
-  return std::string(rep->str, rep->len);
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements != fields.size())
+    return redis_error(RedisError::Kind::protocol, "unexpected reply to HMGET");
+  std::vector<Field> out;
+  for (std::size_t i = 0; i < rep->elements; ++i)
+    out.push_back(field_of(rep->element[i]));
+  return out;
+}
+
+bool wrong_type(const RedisError& e) {
+  return e.kind == RedisError::Kind::server && e.text.starts_with("WRONGTYPE");
 }
 
 } // namespace
@@ -133,62 +148,58 @@ Lookup RedisStore::lookup(std::string_view key) const {
   return last;
 }
 
-// Reads the entry in chunks into an unnamed file and verifies it there. A
-// value renamed over it between two chunks is detected by reading its header
-// again when the checksums do not match: another header (another build's
-// creation time) is a replacement, read again from the start; the same
-// header is a corrupt entry.
+// Reads the entry's fields in order (header, parts, trailer) into an unnamed
+// file and verifies it there. The first command takes the header, the first
+// part and the trailer, which is most entries whole. A hash renamed over it
+// between two commands is detected by reading its header again when the
+// checksums do not match: another header (another build's creation time) is
+// a replacement, read again from the start; the same header is a corrupt entry.
 Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) const {
-  auto first = get_range(*this, ekey, 0, first_read);
+  auto first = get_fields(*this, ekey, {"h", "0", "t"});
   if (auto* e = std::get_if<RedisError>(&first)) {
-    if (e->kind == RedisError::Kind::server && e->text.starts_with("WRONGTYPE"))
-      return {LookupState::corrupt, {}, "not a string value"};
+    // A string is an entry of an earlier layout (or nothing of ours): rebuilt over.
+    if (wrong_type(*e)) return {LookupState::corrupt, {}, "not a hash value"};
     return unreadable(*e);
   }
-  std::string head = std::move(std::get<std::string>(first));
-  if (head.empty()) return {LookupState::missing, {}, {}}; // absent (or empty: then rebuilt over)
+  auto& fields = std::get<std::vector<Field>>(first);
+  if (!fields[0]) return {LookupState::missing, {}, {}};
+  const std::string header_bytes = std::move(*fields[0]);
   std::string why;
-  const auto header_size = encoded_header_size(head);
-  if (header_size && *header_size > head.size() && head.size() == first_read) {
-    auto more = get_range(*this, ekey, 0, *header_size);
-    if (auto* e = std::get_if<RedisError>(&more)) return unreadable(*e);
-    head = std::move(std::get<std::string>(more));
-  }
-  const auto h = decode_header(head, why);
+  const auto h = decode_header(header_bytes, why);
   if (!h) return {LookupState::corrupt, {}, why};
   // Another key whose MD5 collides is simply not ours: a miss, no warning.
   if (h->key != key) return {LookupState::missing, {}, {}};
 
-  // One byte past the size the header gives tells a longer value apart.
-  const std::uint64_t want = h->file_size() + 1;
-  UniqueFd fd = anonymous_file(want);
+  UniqueFd fd = anonymous_file(h->file_size());
   if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
-  std::uint64_t have = head.size();
-  bool short_read = head.size() < first_read;
-  if (!write_all(fd.get(), head.data(), std::min<std::uint64_t>(head.size(), want))) {
-    return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)};
+  if (!write_all(fd.get(), header_bytes.data(), header_bytes.size())) return write_failed();
+  // The parts until the body is complete; a missing part leaves the file
+  // short, which verification reports.
+  Field part = std::move(fields[1]);
+  const std::string trailer = fields[2].value_or(std::string());
+  std::uint64_t have = 0;
+  for (std::uint64_t n = 1; part; ++n) {
+    if (!write_all(fd.get(), part->data(), part->size())) return write_failed();
+    have += part->size();
+    part.reset(); // keeps only one part in memory at a time
+    if (have >= h->body_len()) break;
+    auto next = get_fields(*this, ekey, {std::to_string(n)});
+    if (auto* e = std::get_if<RedisError>(&next)) return unreadable(*e);
+    part = std::move(std::get<std::vector<Field>>(next)[0]);
   }
-  const std::string header_bytes = head.substr(0, h->header_size());
-  head = std::string(); // keeps only one chunk in memory at a time
-  while (!short_read && have < want) {
-    const std::uint64_t len = std::min<std::uint64_t>(chunk, want - have);
-    auto part = get_range(*this, ekey, have, len);
-    if (auto* e = std::get_if<RedisError>(&part)) return unreadable(*e);
-    const std::string& bytes = std::get<std::string>(part);
-    if (!write_all(fd.get(), bytes.data(), bytes.size()))
-      return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)};
-    have += bytes.size();
-    short_read = bytes.size() < len;
-  }
+  if (!write_all(fd.get(), trailer.data(), trailer.size())) return write_failed();
   std::string bytes;
   const std::string wanted(key);
   auto verified = verify_entry(fd.get(), &wanted, why, &bytes);
   if (!verified) {
-    auto again = get_range(*this, ekey, 0, header_bytes.size());
-    if (auto* e = std::get_if<RedisError>(&again)) return unreadable(*e);
-    const std::string& now = std::get<std::string>(again);
-    if (now.empty()) return {LookupState::missing, {}, {}}; // dropped or expired meanwhile
-    if (now != header_bytes) return {LookupState::corrupt, {}, "replaced while it was read"};
+    auto again = get_fields(*this, ekey, {"h"});
+    if (auto* e = std::get_if<RedisError>(&again)) {
+      if (wrong_type(*e)) return {LookupState::corrupt, {}, "replaced while it was read"};
+      return unreadable(*e);
+    }
+    const Field& now = std::get<std::vector<Field>>(again)[0];
+    if (!now) return {LookupState::missing, {}, {}}; // dropped or expired meanwhile
+    if (*now != header_bytes) return {LookupState::corrupt, {}, "replaced while it was read"};
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
@@ -213,26 +224,17 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
     cursor = std::move(page->cursor);
     for (const std::string_view name : page->names) {
       const std::string ekey(name);
-      // The header and the length only: listing must not read every payload.
-      auto len = call({"STRLEN", ekey});
-      if (auto* e = std::get_if<RedisError>(&len)) {
-        if (e->kind == RedisError::Kind::server) continue; // not a string: not an entry
+      // The header only: listing must not read every payload.
+      auto head = get_fields(*this, ekey, {"h"});
+      if (auto* e = std::get_if<RedisError>(&head)) {
+        if (wrong_type(*e)) continue; // not a hash: not an entry
         return SysError{server(), e->text};
       }
-      const redisReply* n = std::get<RedisReply>(len).get();
-      if (n->type != REDIS_REPLY_INTEGER || n->integer <= 0) continue; // gone meanwhile
-      auto head = get_range(*this, ekey, 0, 4096);
-      if (auto* e = std::get_if<RedisError>(&head)) return SysError{server(), e->text};
-      std::string bytes = std::move(std::get<std::string>(head));
-      if (const auto hs = encoded_header_size(bytes); hs && *hs > bytes.size() && bytes.size() == 4096) {
-        auto more = get_range(*this, ekey, 0, *hs);
-        if (auto* e = std::get_if<RedisError>(&more)) return SysError{server(), e->text};
-        bytes = std::move(std::get<std::string>(more));
-      }
+      const Field& bytes = std::get<std::vector<Field>>(head)[0];
+      if (!bytes) continue; // gone meanwhile
       std::string why;
-      const auto h = decode_header(bytes, why);
-      if (!h || h->file_size() != static_cast<std::uint64_t>(n->integer) || entry_key(h->key) != ekey)
-        continue;
+      const auto h = decode_header(*bytes, why);
+      if (!h || entry_key(h->key) != ekey) continue;
       out.push_back({h->created_ns, h->payload_len, h->key});
     }
   } while (cursor != "0");
@@ -253,14 +255,11 @@ public:
     header_.deps = std::move(deps);
     if (keep == KeepStderr::yes || !header_.deps.empty()) header_.version = entry_format_version_2;
     keep_stderr_ = keep == KeepStderr::yes;
-    // The header's size is fixed by the key and the dependencies: the real
-    // one (with the lengths) is written over this one at publication.
-    pending_ = encode_header(header_);
   }
 
   ~RedisBuild() override {
     // Best effort: the time to live removes it anyway.
-    if (sent_ > 0 && !published_ && !error_) store_.call({"DEL", temp_key_});
+    if (parts_ > 0 && !published_ && !error_) store_.call({"DEL", temp_key_});
   }
 
   // Prepares the stderr file; an error when it cannot be made.
@@ -315,9 +314,9 @@ public:
       const std::int64_t left = after->count() - (realtime_ns() - header_.created_ns);
       expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
     }
-    const std::string sent = std::to_string(sent_);
+    const std::string parts = std::to_string(parts_);
     auto r =
-        store_.eval(cache_publish_script, {temp_key_, entry_key_}, {pending_, head, trailer, sent, expire});
+        store_.eval(cache_publish_script, {temp_key_, entry_key_}, {pending_, head, trailer, parts, expire});
     pending_ = std::string();
     if (auto* e = std::get_if<RedisError>(&r)) {
       error_ = SysError{store_.server(), e->text};
@@ -352,14 +351,14 @@ private:
     too_large_ = true;
     pending_ = std::string();
     stderr_fd_.reset();
-    if (sent_ > 0) store_.call({"DEL", temp_key_});
-    sent_ = 0;
+    if (parts_ > 0) store_.call({"DEL", temp_key_});
+    parts_ = 0;
     return false;
   }
 
   bool flush() {
-    const std::string sent = std::to_string(sent_);
-    auto r = store_.eval(cache_append_script, {temp_key_}, {pending_, temp_ttl_ms, sent});
+    const std::string part = std::to_string(parts_);
+    auto r = store_.eval(cache_append_script, {temp_key_}, {pending_, temp_ttl_ms, part});
     if (auto* e = std::get_if<RedisError>(&r)) {
       error_ = SysError{store_.server(), e->text};
       pending_ = std::string();
@@ -371,7 +370,7 @@ private:
       pending_ = std::string();
       return false;
     }
-    sent_ += pending_.size();
+    ++parts_;
     pending_.clear();
     return true;
   }
@@ -382,7 +381,7 @@ private:
   EntryHeader header_;
   Checksum hash_;
   std::string pending_; // bytes not sent yet (at most about one chunk)
-  std::uint64_t sent_ = 0;
+  std::uint64_t parts_ = 0; // parts sent to the temporary hash
   std::uint64_t body_ = 0;
   bool keep_stderr_ = false;
   UniqueFd stderr_fd_; // --keep-stderr: held until stdout is complete

@@ -4,10 +4,14 @@
 // Keys, all of one entry in one hash slot ({...} is a hash tag):
 //   {PREFIX<md5>}:entry        the entry (PREFIX: --namespace, md5 of KEY)
 //   {PREFIX<md5>}:tmp:<token>  a build on its way, with a time to live
-// A build streams its output into its temporary key in chunks, then a script
-// completes it and renames it into place (atomic publication). A hit reads the
-// entry in chunks (GETRANGE) into an unnamed local file and verifies it there
-// before serving its first byte: neither side holds an entry in memory.
+// Both are hashes: field "h" the header, "0", "1", ... the body (stdout, then
+// any stored stderr) in parts of about 1 MiB, "t" the trailer; their
+// concatenation is an entry file. Parts are separate values so that no write
+// grows one large string (whose reallocation copies it, blocking the server).
+// A build sends its output part by part, then a script adds the header and
+// the trailer and renames it into place (atomic publication). A hit reads the
+// parts into an unnamed local file and verifies it there before serving its
+// first byte: neither side holds an entry in memory.
 #pragma once
 
 #include "cache/store.hpp"
@@ -48,7 +52,7 @@ public:
   // lock's client: a server, a cluster or the master sentinels name. A kept
   // connection that the server closed meanwhile (idle timeout, restart) is
   // opened again once.
-  RedisResult<RedisReply> call(std::initializer_list<std::string_view> args) const;
+  RedisResult<RedisReply> call(const std::vector<std::string_view>& argv) const;
   // A script on KEYS and ARGV, the same way (EVALSHA, EVAL when the server
   // does not know it yet).
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
