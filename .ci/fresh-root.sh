@@ -61,10 +61,16 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 mkdir "$root"
 tar -C "$root" -xf "$base"
-# The same package sources as this machine's apt, and its name resolution.
+# The same package sources as this machine's apt (instead of debootstrap's
+# own list), and its name resolution.
+sources=()
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] && cp "$f" "$root$f"
+  [ -f "$f" ] && sources+=("$f")
 done
+if [ "${#sources[@]}" -gt 0 ]; then
+  rm -f "$root/etc/apt/sources.list"
+  for f in "${sources[@]}"; do cp "$f" "$root$f"; done
+fi
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # A clone of this checkout's HEAD, as a user would have it.
 git clone -q --no-local "$repo" "$root/root/bufferlock"
@@ -80,6 +86,7 @@ unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount --bind "$archives" "$root/var/cache/apt/archives"
+  chroot "$root" chown _apt:root /var/cache/apt/archives/partial # apt downloads as _apt
   for c in "$@"; do
     printf "==> fresh root: %s\n" "$c"
     chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
