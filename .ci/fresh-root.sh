@@ -50,7 +50,7 @@ if [ ! -s "$base" ]; then
   trap 'rm -rf "$tmp"' EXIT
   debootstrap --variant=minbase bookworm "$tmp" >"$cache/debootstrap.log" 2>&1 ||
     { tail -n 20 "$cache/debootstrap.log" >&2; exit 1; }
-  tar -C "$tmp" -cf "$base.part" .
+  tar -C "$tmp" --numeric-owner -cf "$base.part" .
   mv "$base.part" "$base"
   rm -rf "$tmp"
   trap - EXIT
@@ -60,7 +60,7 @@ work=$(mktemp -d "$cache/run.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 mkdir "$root"
-tar -C "$root" -xf "$base"
+tar -C "$root" --numeric-owner -xf "$base"
 # The same package sources as this machine's apt (instead of debootstrap's
 # own list), and its name resolution.
 sources=()
