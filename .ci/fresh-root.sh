@@ -47,6 +47,7 @@ fi
 if [ ! -s "$base" ]; then
   say "debootstrap --variant=minbase bookworm (kept in $base)"
   tmp=$(mktemp -d "$cache/debootstrap.XXXXXX")
+  chmod 0755 "$tmp" # it becomes /: every user must reach /usr
   trap 'rm -rf "$tmp"' EXIT
   debootstrap --variant=minbase bookworm "$tmp" >"$cache/debootstrap.log" 2>&1 ||
     { tail -n 20 "$cache/debootstrap.log" >&2; exit 1; }
@@ -61,6 +62,7 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 mkdir "$root"
 tar -C "$root" --numeric-owner -xf "$base"
+chmod 0755 "$root" # its /, which other users the tests run as must traverse
 # The same package sources as this machine's apt (instead of debootstrap's
 # own list), and its name resolution.
 sources=()
