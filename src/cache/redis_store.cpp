@@ -216,7 +216,8 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       // The header and the length only: listing must not read every payload.
       auto len = call({"STRLEN", ekey});
       if (auto* e = std::get_if<RedisError>(&len)) {
-        if (e->kind == RedisError::Kind::server) continue; // not a string: not an entry
+        // Not a string: not an entry. Refused by the ACL: an error, never a short list.
+        if (e->kind == RedisError::Kind::server && !is_acl_refusal(*e)) continue;
         return SysError{server(), e->text};
       }
       const redisReply* n = std::get<RedisReply>(len).get();
