@@ -18,43 +18,10 @@ setup() {
 }
 teardown() { redis_teardown; }
 
-PAGE="$REPO_ROOT/man/bufferlock.1"
-
-# man_acl_line [FEATURE]: the SECURITY section's ACL SETUSER line: the base
-# rule, or the line of the item tagged FEATURE (".TP" then ".B FEATURE"),
-# with the roff escapes \- and \e undone.
-man_acl_line() {
-    awk -v want="${1-}" '
-        /^\.SH / { in_sec = ($0 == ".SH SECURITY") }
-        !in_sec { prev = $0; next }
-        prev == ".TP" { tag = $0; sub(/^\.B /, "", tag); gsub(/\\-/, "-", tag) }
-        want == "" && /^ACL SETUSER / { print; exit }
-        want != "" && tag == want && /^\.B ACL SETUSER / { sub(/^\.B /, ""); print; exit }
-        { prev = $0 }' "$PAGE" | sed -e 's/\\-/-/g' -e 's/\\e/\\/g'
-}
-
-# acl_apply LINE: sends LINE (words split on blanks, never globbed) to the
-# shared server with PASSWORD replaced by $PW; fails unless Redis says OK.
-acl_apply() {
-    local line=${1//PASSWORD/$PW} words
-    [[ $1 == "ACL SETUSER bufferlock "* ]] || fail "not an ACL SETUSER line for bufferlock: '$1'"
-    read -ra words <<<"$line"
-    run rcli "${words[@]}"
-    [[ $output == OK ]] || fail "Redis refused '$1': $output"
-}
-
-# acl_user [FEATURE...]: the user 'bufferlock' made from the man page's base
-# rule, plus the line of each FEATURE.
+# acl_user [FEATURE...]: the user 'bufferlock' (password $PW) on the shared
+# server, made from the man page's base rule plus the line of each FEATURE.
 acl_user() {
-    local line f
-    line=$(man_acl_line)
-    [[ -n $line ]] || fail "no ACL SETUSER line in the SECURITY section of $PAGE"
-    acl_apply "$line"
-    for f in "$@"; do
-        line=$(man_acl_line "$f")
-        [[ -n $line ]] || fail "no ACL SETUSER line for '$f' in the SECURITY section of $PAGE"
-        acl_apply "$line"
-    done
+    acl_user_on REDIS "$@"
 }
 
 # as_acl_user ARGS...: redis-cli as the user 'bufferlock'.
@@ -217,7 +184,7 @@ as_acl_user() {
 @test "acl: another --namespace: the patterns the man page derives from it work, the default is refused" {
     local line
     line=$(man_acl_line)
-    acl_apply "${line//buffer:lock:/ci:team:}"
+    acl_apply REDIS "${line//buffer:lock:/ci:team:}"
     run --separate-stderr bl -r "$U" --namespace ci:team: "$K" sh -c 'echo "$BUFFERLOCK_REDIS_KEY"'
     assert_success
     assert_output "ci:team:$(key_md5 "$K")"
