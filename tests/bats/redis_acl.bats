@@ -54,7 +54,7 @@ as_acl_user() {
     # renewal: a --ttl 0.3 lock through a 1.2 s command, never lost
     run --separate-stderr bl -r "$U" --ttl 0.3 --on-lost term renewed sh -c 'sleep 1.2; echo done'
     assert_success
-    assert_output done
+    assert_output 'done'
     assert_stderr_empty
     # hand-off: a waiter gets the lock when the holder's command ends (BLPOP on the wake list)
     bl_bg -r "$U" handoff sh -c "echo held > '$T/held'; sleep 1"
