@@ -11,6 +11,7 @@
 #include "lock/redis_lock.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
+#include "secrets.hpp"
 #include "util/clock.hpp"
 #include "util/io.hpp"
 
@@ -157,6 +158,7 @@ int app_main(int argc, char** argv) {
         return exit_code::usage;
       }
     }
+    protect_secrets(argc, argv, o);
     switch (o.command) {
     case Command::help: return write_stdout(help_text(o.help_topic));
     case Command::version: return write_stdout(version_text());

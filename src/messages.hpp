@@ -94,6 +94,12 @@ namespace bufferlock {
   X(redis_token_failed, "cannot make a lock token: %{error}")                                                \
   X(redis_released_not_ours,                                                                                 \
     "lost the lock '%{key}' on Redis at %{server}: at release it had expired or another holder had it")      \
+  X(redis_password_hidden,                                                                                   \
+    "a Redis password was on the command line, where ps(1) shows it to every user until bufferlock hides "   \
+    "it; BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH keeps it off")                                           \
+  X(key_file_exposed,                                                                                        \
+    "private key %{path} is readable by group or others (mode %{value}); it should be its owner's alone "    \
+    "(chmod 600)")                                                                                           \
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \

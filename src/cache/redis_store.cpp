@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 namespace bufferlock {
 
@@ -149,13 +150,16 @@ Lookup RedisStore::lookup(std::string_view key) const {
 }
 
 // Reads the entry's fields in order (header, parts, trailer) into an unnamed
-// file and verifies it there. The first command takes the header, the first
-// part and the trailer, which is most entries whole. A hash renamed over it
+// file and verifies it there. A hash renamed over it
 // between two commands is detected by reading its header again when the
 // checksums do not match: another header (another build's creation time) is
 // a replacement, read again from the start; the same header is a corrupt entry.
 Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) const {
-  auto first = get_fields(*this, ekey, {"h", "0", "t"});
+  // Header, trailer and the first parts in one command: an entry of up to
+  // about first_parts MiB is read at one instant, so a concurrent rebuild
+  // can never make it read again; a larger one is checked as below.
+  constexpr std::size_t first_parts = 4;
+  auto first = get_fields(*this, ekey, {"h", "t", "0", "1", "2", "3"});
   if (auto* e = std::get_if<RedisError>(&first)) {
     // A string is an entry of an earlier layout (or nothing of ours): rebuilt over.
     if (wrong_type(*e)) return {LookupState::corrupt, {}, "not a hash value"};
@@ -173,19 +177,22 @@ Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) con
   UniqueFd fd = anonymous_file(h->file_size());
   if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
   if (!write_all(fd.get(), header_bytes.data(), header_bytes.size())) return write_failed();
+  const std::string trailer = fields[1].value_or(std::string());
   // The parts until the body is complete; a missing part leaves the file
   // short, which verification reports.
-  Field part = std::move(fields[1]);
-  const std::string trailer = fields[2].value_or(std::string());
   std::uint64_t have = 0;
-  for (std::uint64_t n = 1; part; ++n) {
+  for (std::size_t n = 0; have < h->body_len(); ++n) {
+    Field part;
+    if (n < first_parts) {
+      part = std::exchange(fields[2 + n], std::nullopt);
+    } else {
+      auto next = get_fields(*this, ekey, {std::to_string(n)});
+      if (auto* e = std::get_if<RedisError>(&next)) return unreadable(*e);
+      part = std::move(std::get<std::vector<Field>>(next)[0]);
+    }
+    if (!part) break;
     if (!write_all(fd.get(), part->data(), part->size())) return write_failed();
     have += part->size();
-    part.reset(); // keeps only one part in memory at a time
-    if (have >= h->body_len()) break;
-    auto next = get_fields(*this, ekey, {std::to_string(n)});
-    if (auto* e = std::get_if<RedisError>(&next)) return unreadable(*e);
-    part = std::move(std::get<std::vector<Field>>(next)[0]);
   }
   if (!write_all(fd.get(), trailer.data(), trailer.size())) return write_failed();
   std::string bytes;
@@ -227,7 +234,8 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       // The header only: listing must not read every payload.
       auto head = get_fields(*this, ekey, {"h"});
       if (auto* e = std::get_if<RedisError>(&head)) {
-        if (wrong_type(*e)) continue; // not a hash: not an entry
+        // Not a hash: not an entry. Refused by the ACL: an error, never a short list.
+        if (wrong_type(*e)) continue;
         return SysError{server(), e->text};
       }
       const Field& bytes = std::get<std::vector<Field>>(head)[0];

@@ -200,6 +200,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     return Outcome::failed(message(Msg::redis_lock_failed, {{"server", server()}, {"error", e.text}}),
                            e.recovery);
   };
+  if (wake_refused_) return failed(*wake_refused_);
   const std::string record = std::to_string(::getpid()) + '\n' + host_name() + '\n' +
                              std::to_string(realtime_ns()) + '\n' + key_text_;
   if (quorum_) {
@@ -235,6 +236,12 @@ void RedisLock::pause(Nanos d) {
     const std::string timeout = format_seconds(std::max(d, Nanos(1'000'000)));
     auto reply = client_.command(wake_key_, {"BLPOP", wake_key_, timeout}, d + settings_.io_timeout);
     if (auto* e = std::get_if<RedisError>(&reply)) {
+      // Refused by the server's ACL: the next try ends the wait with that,
+      // rather than a wait that polls on with a hand-off that never comes.
+      if (is_acl_refusal(*e)) {
+        wake_refused_ = *e;
+        return;
+      }
       // A server before 6.0 takes whole seconds only: poll from now on.
       if (e->kind == RedisError::Kind::server && !e->transient()) wake_by_list_ = false;
     } else {

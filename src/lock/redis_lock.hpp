@@ -122,8 +122,9 @@ private:
   std::string token_;
   std::string ttl_ms_;
   RedisClient client_;
-  std::optional<QuorumClient> quorum_; // with several --redis
-  bool wake_by_list_ = true;           // false after a server refused a fractional BLPOP timeout
+  std::optional<QuorumClient> quorum_;     // with several --redis
+  bool wake_by_list_ = true;               // false after a server refused a fractional BLPOP timeout
+  std::optional<RedisError> wake_refused_; // the ACL refused our BLPOP: the wait ends with it
   bool lost_ = false;
   bool kill_pending_ = false;
   bool wait_error_reported_ = false;

@@ -107,8 +107,9 @@ RedisResult<std::vector<RedisUrl::Address>> RedisClient::masters() {
   if (url_.transport == RedisUrl::Transport::unix_socket) return out;
   auto reply = command({}, {"CLUSTER", "SLOTS"});
   if (auto* e = std::get_if<RedisError>(&reply)) {
-    // "ERR This instance has cluster support disabled": a single server.
-    if (e->kind == RedisError::Kind::server) return out;
+    // "ERR This instance has cluster support disabled": a single server. An
+    // ACL refusal says nothing about that: an error, never a partial list.
+    if (e->kind == RedisError::Kind::server && !is_acl_refusal(*e)) return out;
     return *e;
   }
   const redisReply* r = std::get<RedisReply>(reply).get();

@@ -43,9 +43,18 @@ Recovery classify(RedisError::Kind kind, std::string_view text) {
   return Recovery::permanent;
 }
 
+bool is_acl_refusal(const RedisError& e) {
+  return e.kind == RedisError::Kind::server &&
+         (first_word(e.text) == "NOPERM" ||
+          e.text.find("The user executing the script can't") != std::string::npos);
+}
+
 RedisError redis_error(RedisError::Kind kind, std::string text) {
   const Recovery r = classify(kind, text);
-  return {kind, std::move(text), r};
+  RedisError e{kind, std::move(text), r};
+  if (is_acl_refusal(e))
+    e.text += " (the Redis user lacks a right that bufferlock needs: see SECURITY in bufferlock(1))";
+  return e;
 }
 
 RedisError connect_error(int err) {

@@ -38,7 +38,14 @@ struct RedisError {
 // NOAUTH, NOPERM, ERR ...: a password, a database or a script refused).
 Recovery classify(RedisError::Kind kind, std::string_view text);
 
-// A RedisError with its recovery filled in by classify().
+// Whether an error reply is the server's ACL refusing a command or a key to
+// our user: NOPERM, or a script's command refused ("The user executing the
+// script can't ..."). Permanent; a wait must not poll around it.
+bool is_acl_refusal(const RedisError& e);
+
+// A RedisError with its recovery filled in by classify(); an ACL refusal's
+// text ends with a pointer to the rights bufferlock needs, since Redis names
+// neither the command a script was refused nor the key.
 RedisError redis_error(RedisError::Kind kind, std::string text);
 
 // The error of a failed connect(2) or of socket I/O, by errno (0: the

@@ -83,15 +83,20 @@ RedisResult<RedisConnection> open_sentinel_master(const RedisUrl& url,
         continue;
       }
       named = true;
+      // A master that refuses us for good (a password, our user's rights)
+      // refuses the next round too: that is the answer, at once.
       auto conn = RedisConnection::open(url.at(addr->host, addr->port), password, timeouts);
       if (auto* e = std::get_if<RedisError>(&conn)) {
         last = *e;
         last->text = "master " + address_text(*addr) + ": " + e->text;
+        if (!last->transient()) return *last;
         break; // ask again: the sentinels may be about to name another
       }
       auto master = is_master(std::get<RedisConnection>(conn));
       if (auto* e = std::get_if<RedisError>(&master)) {
         last = *e;
+        last->text = "master " + address_text(*addr) + ": " + e->text;
+        if (!last->transient()) return *last;
         break;
       }
       if (std::get<bool>(master)) return std::move(std::get<RedisConnection>(conn));

@@ -195,18 +195,24 @@ std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
                   "://', expected redis://, rediss://, unix:// or redis-sentinel://"};
 }
 
-std::string redact_url(std::string_view text) {
+std::optional<TextSpan> url_password_span(std::string_view text) {
   const std::size_t sep = text.find("://");
   const std::size_t start = sep == std::string_view::npos ? 0 : sep + 3;
   const std::size_t end = text.find('/', start);
   const std::string_view authority = text.substr(start, end == std::string_view::npos ? end : end - start);
   const std::size_t at = authority.rfind('@');
-  if (at == std::string_view::npos) return std::string(text);
+  if (at == std::string_view::npos) return std::nullopt;
   const std::size_t colon = authority.find(':');
-  if (colon == std::string_view::npos || colon > at) return std::string(text);
-  std::string out(text.substr(0, start + colon + 1));
+  if (colon == std::string_view::npos || colon > at) return std::nullopt;
+  return TextSpan{start + colon + 1, at - colon - 1};
+}
+
+std::string redact_url(std::string_view text) {
+  const auto span = url_password_span(text);
+  if (!span) return std::string(text);
+  std::string out(text.substr(0, span->pos));
   out += "***";
-  out += text.substr(start + at);
+  out += text.substr(span->pos + span->len);
   return out;
 }
 

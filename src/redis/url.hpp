@@ -46,6 +46,15 @@ struct UrlError {
 
 std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text);
 
+// Where the password of the user information is in `text` (any string given
+// as a URL, parseable or not, after whatever precedes its scheme, such as
+// "--redis="): nullopt when there is none.
+struct TextSpan {
+  std::size_t pos;
+  std::size_t len;
+};
+std::optional<TextSpan> url_password_span(std::string_view text);
+
 // `text` (any string given as a URL, parseable or not) with the password
 // part of its user information replaced by "***".
 std::string redact_url(std::string_view text);

@@ -14,6 +14,12 @@ std::string errno_text(int err) {
   return ::strerror_r(err, buf, sizeof buf);
 }
 
+std::optional<mode_t> readable_by_others(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & (S_IRGRP | S_IROTH)) == 0) return std::nullopt;
+  return st.st_mode & 07777;
+}
+
 std::string parent_dir(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/')

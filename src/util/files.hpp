@@ -27,6 +27,11 @@ std::optional<SysError> make_dirs(const std::string& path, mode_t mode);
 // anyone who can plant it could then see or steal our locks.
 std::optional<SysError> ensure_private_dir(const std::string& path);
 
+// The permission bits of `path` (its target, when a symbolic link) when its
+// group or others may read it: what a private key file must not allow.
+// nullopt when only its owner may, or when it cannot be examined.
+std::optional<mode_t> readable_by_others(const std::string& path);
+
 // The directory part of `path` ("." when there is none).
 std::string parent_dir(const std::string& path);
 

@@ -354,9 +354,14 @@ start_auth_server() {
     assert_failure 69
     assert_one_bufferlock_line "authentication failed"
     assert_no_secret "$bad"
-    run --separate-stderr bl -v -r "redis://bob:$bad@127.0.0.1:$AUTH_PORT/0" "$K" touch "$T/ran"
+    run --separate-stderr bl -r "redis://bob:$bad@127.0.0.1:$AUTH_PORT/0" "$K" touch "$T/ran"
     assert_failure 69
     assert_one_bufferlock_line "authentication failed"
+    assert_no_secret "$bad"
+    # -v adds a line saying the password was on the command line; never the password
+    run --separate-stderr bl -v -r "redis://bob:$bad@127.0.0.1:$AUTH_PORT/0" "$K" touch "$T/ran"
+    assert_failure 69
+    [[ ${stderr_lines[-1]} == "bufferlock: "*"authentication failed"* ]] || fail "stderr: $stderr"
     assert_no_secret "$bad"
     assert_file_not_exists "$T/ran"
 }

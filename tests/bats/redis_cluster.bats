@@ -123,6 +123,31 @@ url_of() {
     assert_output ""
 }
 
+@test "cluster: a user made from the man page's rule with its Cluster and list lines: MOVED, slots, list" {
+    PW=acl-test-pw-$RANDOM
+    local n k owner
+    for n in C1 C2 C3; do
+        acl_user_on "$n" "Redis Cluster" list
+    done
+    k=$(cluster_key_on C2)
+    owner=$(other_node C2)
+    local -n port="${owner}_PORT"
+    local url="redis://bufferlock:$PW@127.0.0.1:$port/0"
+    run --separate-stderr bl -r "$url" --slots 2 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
+    assert_success
+    assert_output --regexp '^0 [0-9]+$'
+    assert_stderr_empty
+    run --separate-stderr bl acquire -r "$url" --ttl 30 "$k"
+    assert_success
+    run --separate-stderr bl list -r "$url"
+    for n in C1 C2 C3; do
+        rcli_to "$n" ACL DELUSER bufferlock >/dev/null
+    done
+    assert_success
+    assert_output --regexp "^$k ttl="
+    assert_stderr_empty
+}
+
 @test "cluster: a release on one node wakes a waiter at once (--step 3)" {
     local k
     k=$(cluster_key_on C2)

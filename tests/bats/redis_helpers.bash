@@ -400,6 +400,47 @@ wait_for_key_state() {
     return 1
 }
 
+# --- the man page's least-privilege ACL rule (SECURITY) -----------------------------------
+
+# man_acl_line [FEATURE]: the SECURITY section's ACL SETUSER line of the man
+# page: the base rule, or the line of the item tagged FEATURE (".TP" then
+# ".B FEATURE"), with the roff escapes \- and \e undone.
+man_acl_line() {
+    awk -v want="${1-}" '
+        /^\.SH / { in_sec = ($0 == ".SH SECURITY") }
+        !in_sec { prev = $0; next }
+        prev == ".TP" { tag = $0; sub(/^\.B /, "", tag); gsub(/\\-/, "-", tag) }
+        want == "" && /^ACL SETUSER / { print; exit }
+        want != "" && tag == want && /^\.B ACL SETUSER / { sub(/^\.B /, ""); print; exit }
+        { prev = $0 }' "$REPO_ROOT/man/bufferlock.1" | sed -e 's/\\-/-/g' -e 's/\\e/\\/g'
+}
+
+# acl_apply NAME LINE: sends LINE (words split on blanks, never globbed) to
+# NAME's server with PASSWORD replaced by $PW; fails unless Redis says OK.
+acl_apply() {
+    local name=$1 line=${2//PASSWORD/$PW} words out
+    [[ $2 == "ACL SETUSER bufferlock "* ]] || fail "not an ACL SETUSER line for bufferlock: '$2'"
+    read -ra words <<<"$line"
+    out=$(rcli_to "$name" "${words[@]}" 2>&1)
+    [[ $out == OK ]] || fail "Redis refused '$2': $out"
+}
+
+# acl_user_on NAME [FEATURE...]: the user 'bufferlock' (password $PW) on NAME's
+# server, made afresh from the man page's base rule plus the line of each FEATURE.
+acl_user_on() {
+    local name=$1 line f
+    shift
+    rcli_to "$name" ACL DELUSER bufferlock >/dev/null
+    line=$(man_acl_line)
+    [[ -n $line ]] || fail "no ACL SETUSER line in the SECURITY section of the man page"
+    acl_apply "$name" "$line"
+    for f in "$@"; do
+        line=$(man_acl_line "$f")
+        [[ -n $line ]] || fail "no ACL SETUSER line for '$f' in the SECURITY section of the man page"
+        acl_apply "$name" "$line"
+    done
+}
+
 # --- background bufferlock ---------------------------------------------------------------
 
 # bl_bg ARGS...: run bufferlock in the background (its own PID is BG_PID, so

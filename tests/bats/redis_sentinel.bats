@@ -62,6 +62,26 @@ teardown() { redis_teardown; }
     ((ms < 2500)) || fail "took $ms ms"
 }
 
+@test "sentinel: a user made from the man page's rule and its Sentinel line; without ROLE, 69 at once" {
+    PW=acl-test-pw-$RANDOM
+    acl_user_on M Sentinel
+    local url="redis-sentinel://bufferlock:$PW@127.0.0.1:$S1_PORT#mymaster"
+    run --separate-stderr bl -r "$url" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
+    assert_success
+    assert_output --regexp '^[0-9]+$'
+    assert_stderr_empty
+    acl_user_on M # the base rule alone: ROLE is refused
+    local t0 ms
+    t0=$(now_us)
+    run --separate-stderr bl -r "$url" -w 10 "$K" touch "$T/ran"
+    ms=$(elapsed_ms "$t0")
+    rcli_to M ACL DELUSER bufferlock >/dev/null
+    assert_failure 69
+    assert_file_not_exists "$T/ran"
+    assert_one_bufferlock_line Redis NOPERM role "SECURITY in bufferlock(1)"
+    ((ms < 1500)) || fail "took $ms ms: a refusal is not worth asking the sentinels again"
+}
+
 @test "sentinel: after SENTINEL FAILOVER the next acquisition goes to the new master" {
     local token i
     run --separate-stderr bl acquire -r "$SENTINEL_URL" --ttl 30 "$K"

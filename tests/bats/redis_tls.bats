@@ -366,6 +366,34 @@ assert_tls_error() {
     assert_equal "$(rcli_to MTLS GET "$(redis_key "$K")")" "$output"
 }
 
+@test "tls: a --tls-key that group or others can read: one warning naming it and its mode; 0600: none" {
+    local key=$T/client.key
+    cp -- "$TLS_CLIENT_KEY" "$key"
+    local mode
+    for mode in 644 640 604; do
+        chmod "$mode" "$key"
+        run --separate-stderr bl -r "$MTLS_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CERT" --tls-key "$key" \
+            "$K" echo ran
+        assert_success
+        assert_output ran
+        assert_one_bufferlock_line "private key $key is readable by group or others (mode 0$mode)" "chmod 600"
+    done
+    # the same through BUFFERLOCK_TLS_KEY; -q silences it
+    BUFFERLOCK_TLS_KEY=$key run --separate-stderr bl status -r "$MTLS_URL" --tls-ca "$TLS_CA" \
+        --tls-cert "$TLS_CLIENT_CERT" "$K"
+    assert_success
+    assert_one_bufferlock_line "private key $key is readable by group or others (mode 0604)"
+    run --separate-stderr bl -q -r "$MTLS_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CERT" --tls-key "$key" \
+        "$K" echo ran
+    assert_success
+    assert_stderr_empty
+    chmod 600 "$key"
+    run --separate-stderr bl -r "$MTLS_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CERT" --tls-key "$key" \
+        "$K" echo ran
+    assert_success
+    assert_stderr_empty
+}
+
 @test "tls: a server that requires a client certificate, none given: 69 naming the server" {
     bl_timed -r "$MTLS_URL" --tls-ca "$TLS_CA" "${FAST[@]}" "$K" touch "$T/ran"
     assert_tls_error "rediss://127.0.0.1:$MTLS_PORT"

@@ -105,3 +105,23 @@ TEST(PollUntil, OnErrorStopEndsAtTheFirstError) {
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(o.status, AcquireStatus::error);
 }
+
+TEST(RedisErrorClass, AclRefusalsArePermanentAndPointToTheRightsNeeded) {
+  for (const char* text : {"NOPERM this user has no permissions to run the 'blpop' command",
+                           "NOPERM this user has no permissions to access one of the keys used as arguments",
+                           "ERR The user executing the script can't run this command or subcommand script: "
+                           "5de3b8e9dee9b7127949938364aea780311ab1c9, on @user_script:1."}) {
+    const RedisError e = redis_error(K::server, text);
+    EXPECT_TRUE(is_acl_refusal(e)) << text;
+    EXPECT_FALSE(e.transient()) << text;
+    EXPECT_TRUE(e.text.starts_with(text)) << e.text;
+    EXPECT_NE(e.text.find("SECURITY in bufferlock(1)"), std::string::npos) << e.text;
+  }
+  for (const char* text : {"WRONGPASS invalid username-password pair or user is disabled.",
+                           "ERR This instance has cluster support disabled", "LOADING Redis is loading"}) {
+    const RedisError e = redis_error(K::server, text);
+    EXPECT_FALSE(is_acl_refusal(e)) << text;
+    EXPECT_EQ(e.text, text);
+  }
+  EXPECT_FALSE(is_acl_refusal(redis_error(K::protocol, "NOPERM")));
+}

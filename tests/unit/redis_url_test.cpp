@@ -105,6 +105,21 @@ TEST(RedisUrl, RedactionHidesPasswordsOnly) {
   EXPECT_EQ(good("redis://alice:pw@h").display(), "redis://alice@h:6379/0");
 }
 
+TEST(RedisUrl, PasswordSpanSkipsWhatPrecedesTheScheme) {
+  // As bufferlock's own argv holds them: the option's name may come first.
+  const std::string word = "--redis=rediss://alice:s3cret@h:1/0";
+  const auto span = url_password_span(word);
+  ASSERT_TRUE(span);
+  EXPECT_EQ(word.substr(span->pos, span->len), "s3cret");
+  const std::string at_sign = "-rredis://:p@ss@[::1]:6379";
+  const auto last_at = url_password_span(at_sign);
+  ASSERT_TRUE(last_at);
+  EXPECT_EQ(at_sign.substr(last_at->pos, last_at->len), "p@ss");
+  EXPECT_FALSE(url_password_span("redis://alice@h"));
+  EXPECT_FALSE(url_password_span("redis://h:6379/0"));
+  EXPECT_FALSE(url_password_span("unix:///run/redis.sock?db=1"));
+}
+
 TEST(RedisUrl, Sentinel) {
   const RedisUrl u = good("redis-sentinel://app:s3cret@10.0.0.1,10.0.0.2:26380,[::1]/2#mymaster");
   EXPECT_EQ(u.transport, RedisUrl::Transport::sentinel);
