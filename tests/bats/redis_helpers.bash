@@ -418,6 +418,14 @@ elapsed_ms() {
     printf '%s\n' $((($(now_us) - $1) / 1000))
 }
 
+# bl_timed ARGS...: run --separate-stderr bl ARGS..., MS = its wall time.
+bl_timed() {
+    local t0
+    t0=$(now_us)
+    run --separate-stderr bl "$@"
+    MS=$(elapsed_ms "$t0")
+}
+
 # assert_elapsed_between MS LOW HIGH: LOW <= MS < HIGH (milliseconds).
 assert_elapsed_between() {
     local ms=$1 lo=$2 hi=$3

@@ -158,23 +158,27 @@ assert_all_bufferlock_lines() {
     start_redis_as PRIV
     local rk
     rk=$(redis_key "$K")
-    # --ttl 3: renewals at 1 s, 2 s, ...; the command would run 5 s.
-    bl_bg -r "$PRIV_URL" --ttl 3 --on-lost term "$K" sh -c 'date +%s%N > "$0.start"; sleep 5; echo done > "$0.done"' "$T/c"
+    # --ttl 6: renewals at 2 s, 4 s, ... (a second apart would leave a loaded
+    # machine too little room between them); the command would run 10 s.
+    bl_bg -r "$PRIV_URL" --ttl 6 --on-lost term "$K" sh -c 'date +%s%N > "$0.start"; sleep 10; echo done > "$0.done"' "$T/c"
     wait_for_file "$T/c.start" 10 || fail "the command did not start"
     sleep 0.4
     shutdown_restart_redis PRIV
     assert_equal "$(rcli_to PRIV EXISTS "$rk")" 0
     # Another client takes the key on the new server.
     assert_equal "$(rcli_to PRIV SET "$rk" other-holder PX 60000)" OK
-    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not stop the command"
+    local t_set=$(date +%s%N)
+    (((t_set - $(cat "$T/c.start")) / 1000000 < 1800)) ||
+        skip "the restart took too long to come before the first renewal"
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not stop the command"
     local t_exit ms
     t_exit=$(date +%s%N)
     reap "$BG_PID"
     ms=$(((t_exit - $(cat "$T/c.start")) / 1000000))
     assert_equal "$REAPED_STATUS" 143
     assert_file_not_exists "$T/c.done"
-    # Found lost at the first renewal (1 s), not a TTL/3 later (2 s).
-    ((ms < 1800)) || fail "the command was stopped only after $ms ms"
+    # Found lost at the first renewal (2 s), not a TTL/3 later (4 s): halfway.
+    ((ms < 3000)) || fail "the command was stopped only after $ms ms"
     local err
     err=$(cat "$T/bg.err")
     assert_equal "$(count_matches "$err" "lost the lock")" 1
