@@ -85,8 +85,9 @@ void unlink_if_same(const std::string& path, int fd) {
 std::optional<SysError> create_locked_temp(const std::string& dir, const std::string& digest, UniqueFd& fd,
                                            std::string& path) {
   constexpr int attempts = 8; // each retry needs a --gc racing us again
+  const std::string prefix = dir + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-";
   for (int i = 0; i < attempts; ++i) {
-    path = dir + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-" + random_token().substr(0, 8);
+    path = prefix + random_token().substr(0, 8);
     fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
     if (!fd) return SysError{path, errno_text(errno)};
     int rc = 0;
