@@ -315,6 +315,12 @@ scaled_s() {
     awk -v s="$1" -v f="$TIME_SCALE" 'BEGIN { printf "%g\n", s * f }'
 }
 
+# GATE_WAIT: a sh script that waits until the file named by $0 exists (at
+# most 60 s): a command that holds a lock exactly as long as a test needs,
+# however slow the machine.  `sh -c "$GATE_WAIT" GATE`; open it with `: >GATE`.
+# shellcheck disable=SC2016
+GATE_WAIT='i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done'
+
 # --- assertions -------------------------------------------------------------
 
 # assert_one_bufferlock_line [SUBSTRING...]: $stderr (from run --separate-stderr)

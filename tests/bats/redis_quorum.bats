@@ -143,8 +143,10 @@ bl_timed_paused() {
 }
 
 @test "quorum: a TTL shorter than the acquisition is not held and leaves nothing behind" {
-    pause_redis_clients Q1 1000 >/dev/null
-    pause_redis_clients Q2 1000 >/dev/null
+    # 1.5 s: the run must start within the pause (on a loaded machine too),
+    # which must end within its io timeout.
+    pause_redis_clients Q1 1500 >/dev/null
+    pause_redis_clients Q2 1500 >/dev/null
     run --separate-stderr bl "${Q3[@]}" --ttl 0.2 --io-timeout 2 "$K" echo ran
     assert_failure 75
     refute_output ran
