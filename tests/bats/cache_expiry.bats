@@ -26,19 +26,23 @@ track_lock_holders() {
 }
 
 @test "--max-age 1: a hit within 1 s, rebuilt after" {
-    local t0
+    # (1 s times TIME_SCALE: two sanitizer runs on a loaded machine take
+    # about a second.)
+    local t0 ma ma_ms
+    ma=$(scaled_s 1)
+    ma_ms=$((1000 * TIME_SCALE))
     t0=$(now_us)
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_success
     local first=$output
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
-    (($(elapsed_ms "$t0") < 900)) || skip "the box is too slow to check a 1 s window"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
+    (($(elapsed_ms "$t0") < ma_ms * 9 / 10)) || skip "the box is too slow to check a $ma s window"
     assert_success
     assert_output "$first"
     assert_runs 1
 
-    sleep_until $((t0 + 1500000))
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    sleep_until $((t0 + ma_ms * 1500))
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_success
     refute_output "$first"
     assert_stderr_empty
@@ -46,7 +50,7 @@ track_lock_holders() {
     local second=$output
 
     # Fresh again.
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_output "$second"
     assert_runs 2
 }
@@ -76,19 +80,22 @@ track_lock_holders() {
 }
 
 @test "age counts from the build START: 2 s build, --max-age 3: hit at once, miss 1.3 s after the end" {
-    local t0
+    # (--max-age 2 + 1 s times TIME_SCALE: the runs of a sanitizer build
+    # need the room.)
+    local t0 ma_ms=$((2000 + 1000 * TIME_SCALE))
     t0=$(now_us)
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 2 slow-build
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 2 slow-build
     assert_success
     assert_output slow-build
-    (($(elapsed_ms "$t0") < 2700)) || skip "the build took too long to check the window"
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 0 too-early
+    (($(elapsed_ms "$t0") < ma_ms - 300)) || skip "the build took too long to check the window"
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 0 too-early
     assert_success
     assert_output slow-build
     assert_runs 1
-    # 3.4 s after the start, ~1.4 s after the end: expired only if measured from the start.
-    sleep_until $((t0 + 3400000))
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 0 rebuilt
+    # 0.4 s past max-age after the start, at most max-age - 1.6 s after the
+    # end: expired only if measured from the start.
+    sleep_until $((t0 + (ma_ms + 400) * 1000))
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 0 rebuilt
     assert_success
     assert_output rebuilt
     assert_runs 2
@@ -132,15 +139,26 @@ track_lock_holders() {
 
 @test "--stale: an entry expired by more than SECONDS is not served; the caller waits for the rebuild" {
     make_old_entry old-value
-    # Expired by ~0.3 s; --stale 0.1 does not cover it.
-    blc_bg --max-age 1 --stale 0.1 "$K" "$COUNTED" 0.5 new-value
+    # --max-age 2: the old entry is expired by ~0.4 s, which --stale 0.1 does
+    # not cover; the rebuild stays fresh for the caller's second look after
+    # the wait, however slow the steps between on a loaded machine.
+    sleep_until $((OLD_START_US + 2400000))
+    blc_bg --max-age 2 --stale 0.1 "$K" "$GATED" new-value
+    local rebuild=$BG_PID
     wait_until_held "$C/locks" "$K" "" 10
-    run --separate-stderr blc --max-age 1 --stale 0.1 "$K" "$COUNTED" 0 other
-    assert_success
-    assert_output new-value
+    # The rebuild holds the lock until the gate opens, once the caller waits.
+    BG_OUT=$T/caller.out BG_ERR=$T/caller.err blc_bg --max-age 2 --stale 0.1 "$K" "$COUNTED" 0 other
+    local caller=$BG_PID
+    wait_until_waiting "$C/locks" "$K" "$caller" 10 || fail "the caller does not wait for the rebuild"
+    open_gate
+    wait_for_exit "$caller" 10 || fail "the caller did not finish"
+    reap "$caller"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/caller.out")" new-value
+    [[ ! -s $T/caller.err ]] || fail "caller stderr: $(cat "$T/caller.err")"
     assert_runs 1
-    wait_for_exit "$BG_PID" 10 || fail "rebuild did not finish"
-    reap "$BG_PID"
+    wait_for_exit "$rebuild" 10 || fail "rebuild did not finish"
+    reap "$rebuild"
     assert_equal "$REAPED_STATUS" 0
 }
 
