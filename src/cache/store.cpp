@@ -63,13 +63,42 @@ bool read_head(int fd, std::uint64_t size, std::string& head) {
   return pread_all(fd, head.data(), head.size(), 0);
 }
 
+// Whether `path` still names the file open as `fd`.
+bool names_same_file(const std::string& path, int fd) {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
 // replaced by a newer entry since we looked).
 void unlink_if_same(const std::string& path, int fd) {
-  struct stat a {
-  }, b{};
-  if (::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-    ::unlink(path.c_str());
+  if (names_same_file(path, fd)) ::unlink(path.c_str());
+}
+
+// Creates a build's temporary file in `dir` and locks it (LOCK_EX), which
+// tells --gc that its builder is alive. Between our open and our flock the
+// file is visible and unlocked: a --gc in that moment takes it for a dead
+// builder's and removes it. So once locked we check that the name is still
+// ours, and start again under a new name if it is not. The flock blocks: a
+// --gc holds a temporary file's lock only while it decides.
+std::optional<SysError> create_locked_temp(const std::string& dir, const std::string& digest, UniqueFd& fd,
+                                           std::string& path) {
+  constexpr int attempts = 8; // each retry needs a --gc racing us again
+  const std::string prefix = dir + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-";
+  for (int i = 0; i < attempts; ++i) {
+    path = prefix + random_token().substr(0, 8);
+    fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!fd) return SysError{path, errno_text(errno)};
+    int rc = 0;
+    while ((rc = ::flock(fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    // A file system without flock: --gc cannot lock the file either, so it
+    // never removes it.
+    if (rc != 0 || names_same_file(path, fd.get())) return std::nullopt;
+  }
+  fd.reset();
+  return SysError{path, errno_text(ENOENT)};
 }
 
 } // namespace
@@ -231,7 +260,8 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd) continue;
     if (is_temp) {
-      // The builder holds LOCK_EX on its temporary file until it is done.
+      // The builder holds LOCK_EX on its temporary file until it is done
+      // (and retries if we remove it before it could lock it: create_locked_temp).
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
         unlink_if_same(path, fd.get());
         ++counts.temps_removed;
@@ -278,12 +308,8 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   EntryWriter w;
   const std::string digest = md5_hex(key);
   w.final_path_ = store.entry_path(key);
-  w.temp_path_ =
-      store.dir() + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-" + random_token().substr(0, 8);
-  w.fd_.reset(::open(w.temp_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
-  if (!w.fd_) return SysError{w.temp_path_, errno_text(errno)};
-  // Marks the build as running for --gc (released when the descriptor closes).
-  ::flock(w.fd_.get(), LOCK_EX | LOCK_NB);
+  // The lock marks the build as running for --gc (released when the descriptor closes).
+  if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
   w.header_.deps = std::move(deps);

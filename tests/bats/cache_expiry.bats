@@ -26,19 +26,23 @@ track_lock_holders() {
 }
 
 @test "--max-age 1: a hit within 1 s, rebuilt after" {
-    local t0
+    # (1 s times TIME_SCALE: two sanitizer runs on a loaded machine take
+    # about a second.)
+    local t0 ma ma_ms
+    ma=$(scaled_s 1)
+    ma_ms=$((1000 * TIME_SCALE))
     t0=$(now_us)
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_success
     local first=$output
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
-    (($(elapsed_ms "$t0") < 900)) || skip "the box is too slow to check a 1 s window"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
+    (($(elapsed_ms "$t0") < ma_ms * 9 / 10)) || skip "the box is too slow to check a $ma s window"
     assert_success
     assert_output "$first"
     assert_runs 1
 
-    sleep_until $((t0 + 1500000))
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    sleep_until $((t0 + ma_ms * 1500))
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_success
     refute_output "$first"
     assert_stderr_empty
@@ -46,7 +50,7 @@ track_lock_holders() {
     local second=$output
 
     # Fresh again.
-    run --separate-stderr blc --max-age 1 "$K" "$COUNTED"
+    run --separate-stderr blc --max-age "$ma" "$K" "$COUNTED"
     assert_output "$second"
     assert_runs 2
 }
@@ -76,51 +80,57 @@ track_lock_holders() {
 }
 
 @test "age counts from the build START: 2 s build, --max-age 3: hit at once, miss 1.3 s after the end" {
-    local t0
+    # (--max-age 2 + 1 s times TIME_SCALE: the runs of a sanitizer build
+    # need the room.)
+    local t0 ma_ms=$((2000 + 1000 * TIME_SCALE))
     t0=$(now_us)
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 2 slow-build
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 2 slow-build
     assert_success
     assert_output slow-build
-    (($(elapsed_ms "$t0") < 2700)) || skip "the build took too long to check the window"
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 0 too-early
+    (($(elapsed_ms "$t0") < ma_ms - 300)) || skip "the build took too long to check the window"
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 0 too-early
     assert_success
     assert_output slow-build
     assert_runs 1
-    # 3.4 s after the start, ~1.4 s after the end: expired only if measured from the start.
-    sleep_until $((t0 + 3400000))
-    run --separate-stderr blc --max-age 3 "$K" "$COUNTED" 0 rebuilt
+    # 0.4 s past max-age after the start, at most max-age - 1.6 s after the
+    # end: expired only if measured from the start.
+    sleep_until $((t0 + (ma_ms + 400) * 1000))
+    run --separate-stderr blc --max-age "${ma_ms}ms" "$K" "$COUNTED" 0 rebuilt
     assert_success
     assert_output rebuilt
     assert_runs 2
 }
 
-@test "--stale: 10 callers of an expired entry while it rebuilds (2 s): one rebuild, the others get the old value at once" {
+@test "--stale: 10 callers of an expired entry while it rebuilds: one rebuild, the others get the old value at once" {
     make_old_entry old-value
     local i
     for ((i = 0; i < 10; i++)); do
-        spawn_caller "$i" --max-age 1 --stale 60 "$K" "$COUNTED" 2 new-value
+        spawn_caller "$i" --max-age 1 --stale 60 "$K" "$GATED" new-value
     done
-    wait_callers 30
-    assert_runs 1
-    local new=0 old=0 ms
+    # The rebuild lasts until the gate opens: nine callers served while it
+    # still runs did not wait for it (an ordering, not a time, so that load
+    # cannot blur it).
+    wait_results 9 30
+    wait_for_file "$RUNS" 10 || fail "no rebuild started"
+    local new=0 old=0
     for ((i = 0; i < 10; i++)); do
+        [[ -s $T/res.$i ]] || continue
         assert_equal "$(caller_status "$i")" 0
         [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
-        case $(cat "$T/out.$i") in
-        new-value) new=$((new + 1)) ;;
-        old-value)
-            old=$((old + 1))
-            ms=$(caller_ms "$i")
-            # Waiting for the rebuild would have taken 2000 ms or more.
-            ((ms < 1900)) || fail "caller $i served the stale value after $ms ms"
-            ;;
-        *) fail "caller $i printed '$(cat "$T/out.$i")'" ;;
-        esac
+        assert_equal "$(cat "$T/out.$i")" old-value
+        old=$((old + 1))
+    done
+    assert_equal "$old" 9
+    open_gate
+    wait_callers 30
+    for ((i = 0; i < 10; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        [[ $(cat "$T/out.$i") == new-value ]] && new=$((new + 1))
     done
     assert_equal "$new" 1
-    assert_equal "$old" 9
-    # The rebuild was stored (it took 2 s, so it is already older than
-    # --max-age 1: look it up with a longer one).
+    assert_runs 1
+    # The rebuild was stored (it started more than --max-age 1 ago: look it
+    # up with a longer one).
     run --separate-stderr blc --max-age 30 "$K" "$COUNTED" 0 third
     assert_success
     assert_output new-value
@@ -129,38 +139,49 @@ track_lock_holders() {
 
 @test "--stale: an entry expired by more than SECONDS is not served; the caller waits for the rebuild" {
     make_old_entry old-value
-    # Expired by ~0.3 s; --stale 0.1 does not cover it.
-    blc_bg --max-age 1 --stale 0.1 "$K" "$COUNTED" 0.5 new-value
+    # --max-age 2: the old entry is expired by ~0.4 s, which --stale 0.1 does
+    # not cover; the rebuild stays fresh for the caller's second look after
+    # the wait, however slow the steps between on a loaded machine.
+    sleep_until $((OLD_START_US + 2400000))
+    blc_bg --max-age 2 --stale 0.1 "$K" "$GATED" new-value
+    local rebuild=$BG_PID
     wait_until_held "$C/locks" "$K" "" 10
-    run --separate-stderr blc --max-age 1 --stale 0.1 "$K" "$COUNTED" 0 other
-    assert_success
-    assert_output new-value
+    # The rebuild holds the lock until the gate opens, once the caller waits.
+    BG_OUT=$T/caller.out BG_ERR=$T/caller.err blc_bg --max-age 2 --stale 0.1 "$K" "$COUNTED" 0 other
+    local caller=$BG_PID
+    wait_until_waiting "$C/locks" "$K" "$caller" 10 || fail "the caller does not wait for the rebuild"
+    open_gate
+    wait_for_exit "$caller" 10 || fail "the caller did not finish"
+    reap "$caller"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/caller.out")" new-value
+    [[ ! -s $T/caller.err ]] || fail "caller stderr: $(cat "$T/caller.err")"
     assert_runs 1
-    wait_for_exit "$BG_PID" 10 || fail "rebuild did not finish"
-    reap "$BG_PID"
+    wait_for_exit "$rebuild" 10 || fail "rebuild did not finish"
+    reap "$rebuild"
     assert_equal "$REAPED_STATUS" 0
 }
 
 @test "--stale --background: callers return at once with the old value; exactly one detached rebuild" {
     make_old_entry old-value
-    local i ms
+    local i
     for ((i = 0; i < 10; i++)); do
-        spawn_subst_caller "$i" --max-age 1 --stale 60 --background "$K" "$COUNTED" 2 new-value
+        spawn_subst_caller "$i" --max-age 1 --stale 60 --background "$K" "$GATED" new-value
     done
+    # $(...) returns only when every holder of its pipe has closed it: all
+    # ten return while the detached rebuild is held at the gate.
     wait_callers 30
+    wait_for_file "$RUNS" 10 || fail "no rebuild started"
     track_lock_holders
+    lock_is_held "$C/locks" "$K" || fail "the rebuild does not hold the lock"
     for ((i = 0; i < 10; i++)); do
         assert_equal "$(caller_status "$i")" 0
         assert_equal "$(cat "$T/out.$i")" old-value
-        ms=$(caller_ms "$i")
-        ((ms < 1000)) || fail "\$(bufferlock cache ...) of caller $i returned after $ms ms"
     done
-    # The rebuild runs in the background, holding the lock.
-    wait_for_file "$RUNS" 5 || fail "no rebuild started"
-    track_lock_holders
+    open_gate
     wait_until_free "$C/locks" "$K" 15
     assert_runs 1
-    # (The 2 s rebuild is already older than --max-age 1: use a longer one.)
+    # (The rebuild started more than --max-age 1 ago: use a longer one.)
     run --separate-stderr blc --max-age 30 --stale 60 --background "$K" "$COUNTED" 0 third
     assert_success
     assert_output new-value

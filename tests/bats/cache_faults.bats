@@ -258,9 +258,21 @@ store_seq_entry() {
     assert_output x
 }
 
+# wait_until_temp_locked PID: bounded wait until a temporary file exists
+# and PID holds its lock (what tells --gc that the build is running); sets TMPF.
+wait_until_temp_locked() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        TMPF=$(temp_files | head -n 1)
+        [[ -n $TMPF ]] && grep -qx -- "$1" < <(lock_holders "$TMPF") && return 0
+        sleep 0.05
+    done
+    fail "no temporary file locked by $1 within 10 s"
+}
+
 @test "--gc during a running build keeps its temporary file; the build publishes" {
-    blc_bg "$K" sh -c 'echo before; sleep 2; echo after'
-    wait_for_temp_file 10
+    blc_bg "$K" sh -c "echo before; while [ ! -e '$T/gate' ]; do sleep 0.05; done; echo after"
+    wait_until_temp_locked "$BG_PID"
     local tmp=$TMPF
     run --separate-stderr blc --gc
     assert_success
@@ -269,6 +281,7 @@ store_seq_entry() {
     run --separate-stderr blc --max-age 1 --gc
     assert_success
     assert_file_exists "$tmp"
+    : >"$T/gate"
     wait_for_exit "$BG_PID" 10 || fail "the build did not finish"
     reap "$BG_PID"
     assert_equal "$REAPED_STATUS" 0
@@ -290,9 +303,12 @@ store_seq_entry() {
     # Corrupt entry.
     blc corrupt sh -c 'seq 1 1000' >/dev/null
     flip_byte "$(entry_path corrupt)" 600
-    # Old and fresh entries.
+    # Old and fresh entries, built 1.5 s apart.
     blc old echo old >/dev/null
-    sleep 1.3
+    local old_built fresh_start
+    old_built=$(now_us)
+    sleep 1.5
+    fresh_start=$(now_us)
     blc fresh echo fresh >/dev/null
 
     run --separate-stderr blc --gc
@@ -304,7 +320,12 @@ store_seq_entry() {
     assert_file_exists "$(entry_path old)"
     assert_file_exists "$(entry_path fresh)"
 
-    run --separate-stderr blc -v --max-age 1 --gc
+    # A --max-age halfway between the two ages (however long the steps
+    # above took on a loaded machine): 0.75 s of room on each side.
+    local now max_age
+    now=$(now_us)
+    max_age=$(awk -v a=$((now - old_built)) -v f=$((now - fresh_start)) 'BEGIN { printf "%.3f", (a + f) / 2e6 }')
+    run --separate-stderr blc -v --max-age "$max_age" --gc
     assert_success
     assert_output ""
     assert_one_bufferlock_line "removed"
@@ -313,6 +334,35 @@ store_seq_entry() {
     run --separate-stderr blc fresh false
     assert_success
     assert_output fresh
+}
+
+@test "--gc between a build's creating its temporary file and locking it: the build still publishes" {
+    command -v strace >/dev/null || skip "strace is not installed"
+    # strace holds the builder's second flock(2), the one of its temporary
+    # file (the first takes KEY's lock), for 5 s: the file is there, unlocked,
+    # as a dead builder's would be. (LeakSanitizer cannot run under ptrace.)
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+        strace -qq -o /dev/null -e trace=flock -e inject=flock:delay_enter=5000000:when=2 \
+        "$BL" cache --cache-dir "$C" "$K" echo built </dev/null >"$T/bg.out" 2>"$T/bg.err" 3>&- &
+    BG_PID=$!
+    track_pid "$BG_PID"
+    wait_for_temp_file 10
+    local tmp=$TMPF
+    run --separate-stderr blc -v --gc
+    assert_success
+    assert_one_bufferlock_line "removed 0 entries and 1 temporary files"
+    assert_file_not_exists "$tmp"
+    # The builder finds its file gone once it holds the lock, and makes another.
+    wait_for_exit "$BG_PID" 30 || fail "the build did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.out")" built
+    [[ ! -s $T/bg.err ]] || fail "build stderr: $(cat "$T/bg.err")"
+    assert_file_exists "$(entry_path "$K")"
+    [[ -z $(temp_files) ]] || fail "temporary files left: $(temp_files)"
+    run --separate-stderr blc "$K" false
+    assert_success
+    assert_output built
 }
 
 @test "--gc on a missing or empty cache dir exits 0" {

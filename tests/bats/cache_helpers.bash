@@ -30,6 +30,24 @@ if [ \$# -ge 2 ]; then printf '%s\n' "\$2"; else printf 'run %s at %s\n' "\$\$" 
 EOF
     chmod +x "$T/bin/counted"
     COUNTED="$T/bin/counted"
+    # gated [LINE...] TEXT: count one run, print each LINE, wait until the
+    # test calls open_gate (at most 60 s), print TEXT: a build that lasts
+    # exactly as long as the test needs.
+    cat >"$T/bin/gated" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+while [ \$# -gt 1 ]; do printf '%s\n' "\$1"; shift; done
+i=0
+while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+printf '%s\n' "\$1"
+EOF
+    chmod +x "$T/bin/gated"
+    GATED="$T/bin/gated"
+}
+
+# open_gate: let every `gated` build finish.
+open_gate() {
+    : >"$T/gate"
 }
 
 cache_teardown() {
@@ -191,6 +209,18 @@ spawn_subst_caller() {
     ) 3>&- &
     CALLER_PIDS+=("$!")
     track_pid "$!"
+}
+
+# wait_results N [SECONDS]: bounded wait until N spawned callers have
+# written their results; fails otherwise.
+wait_results() {
+    local want=$1 limit=${2:-30} i n
+    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
+    for ((i = 0; i <= n; i++)); do
+        (($(find "$T" -maxdepth 1 -name 'res.*' -size +0 | wc -l) >= want)) && return 0
+        sleep 0.05
+    done
+    fail "fewer than $want callers finished within ${limit}s"
 }
 
 # wait_callers [SECONDS]: bounded wait for every spawned caller.

@@ -234,10 +234,11 @@ EOF
     assert_success
     local pttl
     pttl=$(rcli PTTL "$(ekey "$K")")
-    ((pttl > 3500 && pttl <= 5000)) || fail "PTTL $pttl, expected about 5000"
+    # (the room below: the runs before the PTTL on a loaded machine)
+    ((pttl > 5000 - $(slack_ms 1500) && pttl <= 5000)) || fail "PTTL $pttl, expected about 5000"
     run --separate-stderr bls --max-age 3 k2 echo v1
     pttl=$(rcli PTTL "$(ekey k2)")
-    ((pttl > 1500 && pttl <= 3000)) || fail "PTTL $pttl, expected about 3000"
+    ((pttl > 3000 - $(slack_ms 1000) && pttl <= 3000)) || fail "PTTL $pttl, expected about 3000"
     run --separate-stderr bls k3 echo v1
     assert_equal "$(rcli PTTL "$(ekey k3)")" -1
     assert_equal "$(temp_keys)" ""

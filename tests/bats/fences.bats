@@ -44,7 +44,7 @@ assert_increasing() {
             pid=$!
             track_pid "$pid"
             n=$((n + 1))
-            for ((j = 0; j < 200; j++)); do
+            for ((j = 0; j < 500; j++)); do
                 (($(wc -l <"$fences") == i)) && break
                 sleep 0.02
             done
@@ -116,7 +116,7 @@ assert_increasing() {
             pid=$!
             track_pid "$pid"
             n=$((n + 1))
-            for ((j = 0; j < 200; j++)); do
+            for ((j = 0; j < 1000; j++)); do
                 (($(wc -l <"$fences") == i)) && break
                 sleep 0.01
             done
@@ -139,10 +139,7 @@ assert_increasing() {
     "$BL" -r "$R_URL" "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >'$T/f'; exec sleep 30" </dev/null >/dev/null 2>&1 &
     local holder=$!
     track_pid "$holder"
-    for ((i = 0; i < 200; i++)); do
-        [[ -s $T/f ]] && break
-        sleep 0.01
-    done
+    wait_for_file "$T/f" 10 || fail "the holder did not start"
     assert_equal "$(cat "$T/f")" 2
     local fields="ttl=[0-9]+\.[0-9]{3} pid=$holder host=$(hostname) since=[0-9]+\.[0-9]{3} fence=2"
     run --separate-stderr bl status -r "$R_URL" "$K"

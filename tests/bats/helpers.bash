@@ -289,6 +289,38 @@ now_us() {
     printf '%s\n' "${EPOCHREALTIME//[!0-9]/}"
 }
 
+# Timing bounds.  A bound is what the behaviour needs plus room for a loaded
+# machine: measured on 2 cores with two CPU hogs and other builds running, a
+# process start or a scheduler delay costs up to a few hundred ms (Release);
+# the sanitizer build (ASan+UBSan) starts and runs several times slower.
+# TIME_SCALE is that factor (BL_TIME_SCALE in the environment overrides it),
+# computed once per file and inherited by its tests.
+is_sanitizer_build() {
+    grep -qa __asan_init "$BL" 2>/dev/null
+}
+if [[ -z ${BL_TIME_SCALE:-} ]]; then
+    if is_sanitizer_build; then BL_TIME_SCALE=3; else BL_TIME_SCALE=1; fi
+    export BL_TIME_SCALE
+fi
+TIME_SCALE=$BL_TIME_SCALE
+
+# slack_ms MS: MS of room for load, times TIME_SCALE.
+slack_ms() {
+    printf '%s\n' $(($1 * TIME_SCALE))
+}
+
+# scaled_s SECONDS: SECONDS (a decimal) times TIME_SCALE, for durations given
+# to the binary or to sleep when a case scales its whole timeline.
+scaled_s() {
+    awk -v s="$1" -v f="$TIME_SCALE" 'BEGIN { printf "%g\n", s * f }'
+}
+
+# GATE_WAIT: a sh script that waits until the file named by $0 exists (at
+# most 60 s): a command that holds a lock exactly as long as a test needs,
+# however slow the machine.  `sh -c "$GATE_WAIT" GATE`; open it with `: >GATE`.
+# shellcheck disable=SC2016
+GATE_WAIT='i=0; while [ ! -e "$0" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done'
+
 # --- assertions -------------------------------------------------------------
 
 # assert_one_bufferlock_line [SUBSTRING...]: $stderr (from run --separate-stderr)

@@ -29,7 +29,7 @@ teardown() { redis_teardown; }
     # Ready when both bufferlock holders have written their records (a lock
     # is visible in /proc/locks a moment before its record is).
     local now
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < 200; i++)); do
         now=$(bl list -d "$D")
         [[ $(wc -l <<<"$now") -eq 3 && $now == *"deploy prod pid="* && $now == *"other slot=1 pid="* ]] && break
         sleep 0.05
@@ -110,7 +110,7 @@ assert_three_listed() {
     track_pid $!
     "$BL" -r "$R_URL" --slots 2 "deploy prod" sh -c "touch '$T/b'; exec sleep 30" </dev/null >/dev/null 2>&1 &
     track_pid $!
-    for ((i = 0; i < 200; i++)); do
+    for ((i = 0; i < 1000; i++)); do
         [[ -e $T/a && -e $T/b ]] && break
         sleep 0.01
     done

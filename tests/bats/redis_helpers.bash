@@ -459,9 +459,18 @@ elapsed_ms() {
     printf '%s\n' $((($(now_us) - $1) / 1000))
 }
 
-# assert_elapsed_between MS LOW HIGH: LOW <= MS < HIGH (milliseconds).
+# bl_timed ARGS...: run --separate-stderr bl ARGS..., MS = its wall time.
+bl_timed() {
+    local t0
+    t0=$(now_us)
+    run --separate-stderr bl "$@"
+    MS=$(elapsed_ms "$t0")
+}
+
+# assert_elapsed_between MS LOW HIGH: LOW <= MS < HIGH (milliseconds; HIGH
+# times TIME_SCALE: load only makes things slower).
 assert_elapsed_between() {
-    local ms=$1 lo=$2 hi=$3
+    local ms=$1 lo=$2 hi=$(($3 * TIME_SCALE))
     if ((ms < lo || ms >= hi)); then
         fail "took ${ms} ms, expected between ${lo} and ${hi} ms"
     fi

@@ -33,7 +33,7 @@ teardown() { redis_teardown; }
     ms=$(elapsed_ms "$t0")
     assert_failure 4
     assert_file_not_exists "$T/ran"
-    ((ms < 1500)) || fail "-w 0 took $ms ms"
+    ((ms < $(slack_ms 1500))) || fail "-w 0 took $ms ms"
 }
 
 @test "wait: a waiter gets the lock promptly when a bufferlock holder releases" {
@@ -56,8 +56,8 @@ teardown() { redis_teardown; }
     local gap
     gap=$((($(cat "$T/waiter_start") - $(cat "$T/holder_end")) / 1000000))
     ((gap >= 0)) || fail "the waiter's command started ${gap} ms before the holder's ended"
-    ((gap < 500)) || fail "the waiter's command started ${gap} ms after the holder's ended"
-    ((ms >= 400 && ms < 1600)) || fail "the waiter took $ms ms (holder held ~0.8 s more)"
+    ((gap < $(slack_ms 700))) || fail "the waiter's command started ${gap} ms after the holder's ended"
+    ((ms >= 400 && ms < 800 + $(slack_ms 1000))) || fail "the waiter took $ms ms (holder held ~0.8 s more)"
 }
 
 @test "wait: a release wakes a waiter at once, not at its next poll (--step 3)" {
@@ -75,8 +75,10 @@ teardown() { redis_teardown; }
     reap "$holder"
     local gap
     gap=$((($(cat "$T/waiter_start") - $(cat "$T/holder_end")) / 1000000))
-    ((gap >= 0 && gap < 800)) || fail "the waiter's command started ${gap} ms after the holder's ended"
-    ((ms < 1900)) || fail "the waiter took $ms ms"
+    # (Room for load below the ~3 s a missed wake-up costs, also for the
+    # sanitizer build.)
+    ((gap >= 0 && gap < $(slack_ms 800))) || fail "the waiter's command started ${gap} ms after the holder's ended"
+    ((ms < 1000 + $(slack_ms 900))) || fail "the waiter took $ms ms"
 }
 
 @test "wait: a lock that expires by its TTL is taken by polling" {
@@ -169,10 +171,12 @@ teardown() { redis_teardown; }
 @test "wait: a held lock, then errors: the wait ends with the error status" {
     start_redis_as PRIV
     rcli_to PRIV SET "$(redis_key "$K")" sometoken PX 60000 >/dev/null
-    bl_bg -r "$PRIV_URL" --connect-timeout 0.3 --io-timeout 0.3 --error-exit 9 -w 1.5 "$K" touch "$T/ran"
+    # -w 3: the wait must still run when the server freezes (0.4 s after a
+    # start that load may slow).
+    bl_bg -r "$PRIV_URL" --connect-timeout 0.3 --io-timeout 0.3 --error-exit 9 -w 3 "$K" touch "$T/ran"
     sleep 0.4
     freeze_redis PRIV
-    wait_for_exit "$BG_PID" 6 || fail "bufferlock did not give up"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not give up"
     reap "$BG_PID"
     assert_equal "$REAPED_STATUS" 9
     assert_file_not_exists "$T/ran"
@@ -194,7 +198,7 @@ teardown() { redis_teardown; }
     rcli SET "$rk" sometoken PX 30000 >/dev/null
     run --separate-stderr bl status -r "$REDIS_URL" "$K"
     assert_failure 75
-    assert_regex "$output" '^held ttl=(29|30)\.[0-9]{3}$'
+    assert_regex "$output" '^held ttl=(2[0-9]|30)\.[0-9]{3}$'
     assert_stderr_empty
     run --separate-stderr bl status -r "$REDIS_URL" -E 3 "$K"
     assert_failure 3
@@ -277,7 +281,7 @@ teardown() { redis_teardown; }
 @test "extend: the right token resets the TTL (0); a wrong token is busy (75)" {
     local rk tok pttl
     rk=$(redis_key "$K")
-    run --separate-stderr bl acquire -r "$REDIS_URL" --ttl 5 "$K"
+    run --separate-stderr bl acquire -r "$REDIS_URL" --ttl 30 "$K"
     assert_success
     tok=$output
     run --separate-stderr bl extend -r "$REDIS_URL" --ttl 100 "$K" "$tok"
@@ -336,7 +340,7 @@ teardown() { redis_teardown; }
     reap "$BG_PID"
     assert_equal "$REAPED_STATUS" 0
     local gap=$((($(cat "$T/waiter_start") - tr) / 1000000))
-    ((gap < 800)) || fail "the waiter started ${gap} ms after the release"
+    ((gap < $(slack_ms 800))) || fail "the waiter started ${gap} ms after the release"
 }
 
 @test "acquire/release/extend with the file backend are usage errors" {

@@ -20,7 +20,7 @@ load helpers
     t1=$(now_us)
     assert_failure 75
     assert_file_not_exists "$T/ran"
-    (( t1 - t0 < 3000000 )) || fail "took $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < $(slack_ms 3000) * 1000 )) || fail "took $(( (t1 - t0) / 1000 )) ms"
 }
 
 @test "-E 3 / --busy-exit / --conflict-exit-code change the busy status" {
@@ -50,12 +50,12 @@ load helpers
     t1=$(now_us)
     assert_failure 75
     assert_file_not_exists "$T/ran"
-    (( t1 - t0 < 3000000 )) || fail "-w 0 took $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < $(slack_ms 3000) * 1000 )) || fail "-w 0 took $(( (t1 - t0) / 1000 )) ms"
 }
 
 # timeout_test WAIT-ARG MIN-US: on a held lock, `bufferlock -w WAIT-ARG ...
 # touch $T/ran` gives up with 75 after at least MIN-US microseconds and in
-# under 5 s.
+# under 5 s (times TIME_SCALE).
 timeout_test() {
     hold_lock "$D" "$K"
     local t0 t1
@@ -64,7 +64,7 @@ timeout_test() {
     t1=$(now_us)
     assert_failure 75
     (( t1 - t0 >= $2 )) || fail "timed out too early: $(( (t1 - t0) / 1000 )) ms"
-    (( t1 - t0 < 5000000 )) || fail "timed out too late: $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < $(slack_ms 5000) * 1000 )) || fail "timed out too late: $(( (t1 - t0) / 1000 )) ms"
 }
 
 @test "-w 0.5 on a held lock times out after about 0.5 s with 75" {
@@ -111,7 +111,7 @@ handoff_test() {
     assert_equal "$REAPED_STATUS" 0
     assert_equal "$(<"$T/err")" ""
     t1=$(<"$T/got")
-    (( t1 - t0 < 1000000 )) || fail "handoff took $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < $(slack_ms 1000) * 1000 )) || fail "handoff took $(( (t1 - t0) / 1000 )) ms"
 }
 
 @test "-w inf: gets the lock promptly after the holder releases it" {
@@ -159,7 +159,7 @@ handoff_test() {
     reap "$waiter"
     assert_equal "$REAPED_STATUS" 0
     t1=$(<"$T/got")
-    (( t1 - t0 < 1000000 )) || fail "handoff took $(( (t1 - t0) / 1000 )) ms"
+    (( t1 - t0 < $(slack_ms 1000) * 1000 )) || fail "handoff took $(( (t1 - t0) / 1000 )) ms"
 }
 
 @test "durations with units and fractions are accepted (free lock)" {
@@ -192,7 +192,7 @@ handoff_test() {
     BUFFERLOCK_WAIT=30 run --separate-stderr bl -n -d "$D" "$K" true
     t1=$(now_us)
     assert_failure 75
-    (( t1 - t0 < 5000000 )) || fail "-n did not override BUFFERLOCK_WAIT"
+    (( t1 - t0 < $(slack_ms 5000) * 1000 )) || fail "-n did not override BUFFERLOCK_WAIT"
 }
 
 @test "not re-entrant: the holder itself gets busy on a second acquire" {

@@ -27,10 +27,10 @@ on_screen() {
 
 screen() { tmux -L wl capture-pane -p; }
 
-# wait_screen REGEX: the window shows a match within 5 s.
+# wait_screen REGEX: the window shows a match within 5 s (times TIME_SCALE).
 wait_screen() {
     local i
-    for ((i = 0; i < 50; i++)); do
+    for ((i = 0; i < 50 * TIME_SCALE; i++)); do
         screen | grep -Eq -- "$1" && return 0
         sleep 0.1
     done
@@ -38,10 +38,10 @@ wait_screen() {
 }
 
 # wait_tty REGEX: $T/tty (written by a typescript in the background) matches
-# within 10 s.
+# within 10 s (times TIME_SCALE).
 wait_tty() {
     local i
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < 100 * TIME_SCALE; i++)); do
         grep -Eq -- "$1" "$T/tty" 2>/dev/null && return 0
         sleep 0.1
     done
@@ -137,21 +137,24 @@ typescript() {
 }
 
 @test "redis: the line says who holds it (pid, host, fence); cleared when taken" {
-    bl_bg --redis "$REDIS_URL" "$K" sleep 3
+    # The holder lasts until the gate opens, however slow the waiter's start.
+    bl_bg --redis "$REDIS_URL" "$K" sh -c "$GATE_WAIT" "$T/gate"
     wait_for_key_state REDIS "$(redis_key "$K")" present || fail "the holder never took the lock"
     on_screen "$(printf '%q ' "$BL" --redis "$REDIS_URL" -w 10m "$K" echo OUTPUT)"
     wait_screen "^bufferlock: waiting for '$K' \(held by pid $BG_PID on [^ ]+ for [0-9]+s, fence [0-9]+\) [0-9]+s / 10m$"
+    : >"$T/gate"
     wait_screen '^OUTPUT$'
     assert_equal "$(screen | head -n 1)" "OUTPUT"
 }
 
 @test "cache: a caller waiting for a build names the builder's pid" {
-    "$BL" cache --cache-dir "$C" "$K" sh -c 'sleep 2; echo built' </dev/null >/dev/null 2>&1 &
+    "$BL" cache --cache-dir "$C" "$K" sh -c "$GATE_WAIT; echo built" "$T/gate" </dev/null >/dev/null 2>&1 3>&- &
     local builder=$!
     track_pid "$builder"
     wait_until_held "$C/locks" "$K" "$builder"
     on_screen "$(printf '%q ' "$BL" cache --cache-dir "$C" -w 10m "$K" sh -c 'echo rebuilt')"
     wait_screen "^bufferlock: waiting for the build of '$K' \(by pid $builder \(bufferlock\) for [0-9]+s, fence 1\) [0-9]+s / 10m$"
+    : >"$T/gate"
     wait_screen '^built$'
     assert_equal "$(screen | head -n 1)" "built"
 }
