@@ -678,9 +678,12 @@ void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_option_not_here, {{"option", "--slots"}, {"command", command}});
   if (!o.also.empty() && !also_applies)
     usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
-  if (!given(p, Opt::slots) && slots_apply)
-    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS"))
+  o.slots_given = given(p, Opt::slots);
+  if (!o.slots_given && slots_apply)
+    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS")) {
       o.slots = slots_value("BUFFERLOCK_SLOTS", env);
+      o.slots_given = true;
+    }
   if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
 }
 

@@ -367,7 +367,6 @@ void RedisLock::export_env() const {
   ::setenv("BUFFERLOCK_BACKEND", "redis", 1);
   ::setenv("BUFFERLOCK_TOKEN", token_.c_str(), 1);
   ::setenv("BUFFERLOCK_REDIS_KEY", slot_keys_[slot_].c_str(), 1);
-  if (slots_ > 1) ::setenv("BUFFERLOCK_SLOT", std::to_string(slot_).c_str(), 1);
   if (fence_) ::setenv("BUFFERLOCK_FENCE", std::to_string(*fence_).c_str(), 1);
 }
 
