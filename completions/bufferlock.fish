@@ -184,7 +184,7 @@ complete -c bufferlock -n $backoff -l step -x -d 'first pause between tries (def
 complete -c bufferlock -n $backoff -l ratio -x -d 'growth of the pause (default 2)'
 complete -c bufferlock -n $backoff -l max-step -x -d 'longest pause (default 0.5)'
 complete -c bufferlock -n $commands -l on-lost -xa 'warn\t"print a warning" term\t"also SIGTERM the command"' -d 'when renewal finds the lock lost'
-complete -c bufferlock -n $commands -l kill-after -x -d 'after term: SIGKILL after SECONDS (default 10)'
+complete -c bufferlock -n $commands -l kill-after -x -d 'after term: SIGKILL SECONDS after the SIGTERM (default 10, fitted to the TTL)'
 
 # Cache
 complete -c bufferlock -n $cache -l cache-dir -xa '(__fish_complete_directories)' -d 'where cache entries live'

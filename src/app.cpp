@@ -68,6 +68,7 @@ int cmd_run(const Options& o) {
     return run_command(o, nullptr);
   }
   lock->export_env();
+  export_slot_env(o, *lock);
   return run_command(o, lock.get());
 }
 

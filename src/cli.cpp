@@ -18,6 +18,7 @@
 
 #include "cache/depends.hpp"
 #include "help.hpp"
+#include "lock/lease.hpp"
 #include "messages.hpp"
 #include "util/size.hpp"
 
@@ -164,7 +165,8 @@ constexpr std::array<OptionDecl, 45> option_table = {{
     {Opt::on_lost, "--on-lost", "warn|term", g_redis,
      "when renewal finds the lock lost: warn, or also SIGTERM the command", "warn", "BUFFERLOCK_ON_LOST",
      Scope::redis},
-    {Opt::kill_after, "--kill-after", "SECONDS", g_redis, "after term: SIGKILL if still running", "10",
+    {Opt::kill_after, "--kill-after", "SECONDS", g_redis,
+     "after term: SIGKILL this long after the SIGTERM (shortened to fit the TTL)", "10",
      "BUFFERLOCK_KILL_AFTER", Scope::redis},
     {Opt::tls_ca, "--tls-ca", "FILE", g_tls, "trust the CA certificates in FILE (PEM)", "the system's",
      "BUFFERLOCK_TLS_CA", Scope::tls},
@@ -572,6 +574,42 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
   }
 }
 
+bool given(const Parsed& p, Opt id) {
+  const auto* d =
+      std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
+  return p.given[static_cast<std::size_t>(d - option_table.data())];
+}
+
+// --on-lost term stops the command before its lease ends (SPEC §7,
+// lock/lease.hpp): --kill-after must fit in the TTL with the renewals.
+// The default is shortened to what fits; a given one that does not fit,
+// or a TTL too short for the timeouts, is a usage error.
+template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
+  RedisSettings& r = p.opts.redis;
+  const Nanos attempt = r.connect_timeout + r.io_timeout;
+  const Nanos most = lease_max_kill_after(r.ttl, attempt);
+  const bool explicit_kill_after = given(p, Opt::kill_after);
+  if (r.on_lost != OnLost::term) {
+    // Only the moment of the one warning depends on it: never an error.
+    if (!explicit_kill_after && most >= Nanos(0)) r.kill_after = std::min(r.kill_after, most);
+    return;
+  }
+  if (most < Nanos(0))
+    usage(Msg::usage_ttl_short_for_term, {{"ttl", std::string(typed_name(Opt::ttl))},
+                                          {"value", format_seconds(r.ttl)},
+                                          {"attempt", format_seconds(attempt)}});
+  if (r.kill_after <= most) return;
+  if (!explicit_kill_after) {
+    r.kill_after = most;
+    return;
+  }
+  usage(Msg::usage_kill_after_fit, {{"option", std::string(typed_name(Opt::kill_after))},
+                                    {"value", format_seconds(r.kill_after)},
+                                    {"ttl", std::string(typed_name(Opt::ttl))},
+                                    {"ttl_value", format_seconds(r.ttl)},
+                                    {"most", format_seconds(most)}});
+}
+
 void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
@@ -626,11 +664,13 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
       const std::string name(decl.env);
       if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }
-    check_tls(o.redis, [&](Opt id) -> std::string_view {
+    const auto typed_name = [&](Opt id) -> std::string_view {
       const OptionDecl& d =
           *std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
       return given(d) ? long_name(d) : d.env;
-    });
+    };
+    check_tls(o.redis, typed_name);
+    if (o.command == Command::run || o.command == Command::cache) fit_lease(p, typed_name);
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");
@@ -660,12 +700,6 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_store_servers, {{"count", std::to_string(p.opts.redis.quorum.size())}});
 }
 
-bool given(const Parsed& p, Opt id) {
-  const auto* d =
-      std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
-  return p.given[static_cast<std::size_t>(d - option_table.data())];
-}
-
 // --slots (or BUFFERLOCK_SLOTS) and --also: where they apply, and not with
 // --shared (SPEC §14).
 void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
@@ -678,9 +712,12 @@ void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_option_not_here, {{"option", "--slots"}, {"command", command}});
   if (!o.also.empty() && !also_applies)
     usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
-  if (!given(p, Opt::slots) && slots_apply)
-    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS"))
+  o.slots_given = given(p, Opt::slots);
+  if (!o.slots_given && slots_apply)
+    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS")) {
       o.slots = slots_value("BUFFERLOCK_SLOTS", env);
+      o.slots_given = true;
+    }
   if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
 }
 

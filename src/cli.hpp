@@ -69,6 +69,7 @@ struct Options {
   bool fail_open = false;
   bool shared = false;
   unsigned slots = 1;            // --slots N: a counting semaphore of N holders
+  bool slots_given = false;      // --slots or BUFFERLOCK_SLOTS: the command gets BUFFERLOCK_SLOT
   std::vector<std::string> also; // --also KEY2...: taken with KEY, all or nothing
   bool close = false;            // --close: fork, the command does not inherit the lock
   diag::Verbosity verbosity = diag::Verbosity::normal;

@@ -59,6 +59,12 @@ namespace bufferlock {
   X(usage_bad_store, "invalid %{option} '%{value}': expected file or redis")                                 \
   X(usage_store_servers, "--store redis needs exactly one Redis server, not %{count}")                       \
   X(usage_option_needs, "%{option} needs %{value}")                                                          \
+  X(usage_kill_after_fit,                                                                                    \
+    "%{option} %{value} does not fit in %{ttl} %{ttl_value} with --on-lost term: at most %{most} (the TTL "  \
+    "less a renewal period of TTL/3, the drift allowance and two renewal attempts)")                         \
+  X(usage_ttl_short_for_term,                                                                                \
+    "%{ttl} %{value} is too short for --on-lost term: it must hold a renewal period of TTL/3, the drift "    \
+    "allowance and two renewal attempts of --connect-timeout + --io-timeout (%{attempt})")                   \
   X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
   X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \
   X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")               \
@@ -91,6 +97,10 @@ namespace bufferlock {
   X(redis_lock_lost, "lost the lock '%{key}' on Redis at %{server}: it expired or another holder took it")   \
   X(redis_lock_lost_term, "lost the lock '%{key}' on Redis at %{server}; sending the command SIGTERM")       \
   X(redis_lock_lost_kill, "the command outlived --kill-after; sending it SIGKILL")                           \
+  X(redis_lease_unconfirmed, "cannot renew the lock '%{key}' on Redis at %{server} in time: it may be lost") \
+  X(redis_lease_unconfirmed_term,                                                                            \
+    "cannot renew the lock '%{key}' on Redis at %{server} in time: it may be lost; sending the command "     \
+    "SIGTERM")                                                                                               \
   X(redis_token_failed, "cannot make a lock token: %{error}")                                                \
   X(redis_released_not_ours,                                                                                 \
     "lost the lock '%{key}' on Redis at %{server}: at release it had expired or another holder had it")      \

@@ -100,4 +100,8 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
   return Taken::stop;
 }
 
+void export_slot_env(const Options& o, const Lock& lock) {
+  if (o.slots_given) ::setenv("BUFFERLOCK_SLOT", std::to_string(lock.slot()).c_str(), 1);
+}
+
 } // namespace bufferlock

@@ -21,4 +21,8 @@ enum class Taken { locked, unlocked, stop };
 // (warned about): the caller goes on without the lock.
 Taken take_lock(const Options& o, Lock& lock, int& exit_status);
 
+// After take_lock: BUFFERLOCK_SLOT for the command whenever --slots (or
+// BUFFERLOCK_SLOTS) was given, --slots 1 included (SPEC §14); both backends.
+void export_slot_env(const Options& o, const Lock& lock);
+
 } // namespace bufferlock

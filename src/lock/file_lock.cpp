@@ -167,7 +167,6 @@ void FileLock::release() {
 
 void FileLock::export_env() const {
   ::setenv("BUFFERLOCK_BACKEND", "file", 1);
-  if (slots_ > 1) ::setenv("BUFFERLOCK_SLOT", std::to_string(slot_).c_str(), 1);
   if (fence_) ::setenv("BUFFERLOCK_FENCE", std::to_string(*fence_).c_str(), 1);
 }
 

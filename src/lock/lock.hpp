@@ -61,7 +61,8 @@ public:
 
   // After acquire: the slot this holder got, 0 to N-1 (--slots N; 0 without).
   // A backend implements slots by taking one of N locks of which slot 0 is
-  // the plain lock of KEY (SPEC §14), and exports it as BUFFERLOCK_SLOT.
+  // the plain lock of KEY (SPEC §14); the caller exports it as
+  // BUFFERLOCK_SLOT whenever --slots was given (export_slot_env).
   virtual unsigned slot() const { return 0; }
 
   // After an exclusive acquire: this acquisition's fence, strictly greater

@@ -99,25 +99,22 @@ std::optional<Ticker> MultiLock::keepalive() {
     Nanos due; // monotonic; infinite_duration: never again
   };
   auto members = std::make_shared<std::vector<Member>>();
-  const Nanos start = monotonic_now();
   Nanos first = infinite_duration;
   for (std::size_t i : order_) {
     if (auto t = locks_[i]->keepalive()) {
-      const Nanos interval = t->interval;
-      first = std::min(first, interval);
-      members->push_back({std::move(*t), start + interval});
+      first = std::min(first, t->first_at);
+      const Nanos due = t->first_at;
+      members->push_back({std::move(*t), due});
     }
   }
   if (members->empty()) return std::nullopt;
   return Ticker{first, [members](pid_t child) {
-                  const Nanos now = monotonic_now();
                   Nanos next = infinite_duration;
                   for (Member& m : *members) {
-                    if (m.due <= now) {
-                      const Nanos d = m.ticker.tick(child);
-                      m.due = d == infinite_duration ? d : now + d;
-                    }
-                    if (m.due != infinite_duration) next = std::min(next, std::max(Nanos(0), m.due - now));
+                    // The clock read anew for each: a member's renewal may
+                    // have taken a while.
+                    if (m.due <= monotonic_now()) m.due = m.ticker.tick(child);
+                    next = std::min(next, m.due);
                   }
                   return next;
                 }};

@@ -177,7 +177,8 @@ RedisLock::RedisLock(const RedisSettings& settings, std::string_view key, unsign
       key_(redis_lock_key(settings, key)), slots_(std::max(1u, slots)),
       // In the lock key's slot, so that the release script runs on a cluster.
       wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
-      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}) {
+      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}),
+      lease_({settings.ttl, settings.connect_timeout + settings.io_timeout, settings.kill_after}) {
   if (settings.quorum.size() > 1)
     quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
   // Every key of the lock in its hash slot, so that one script takes a slot,
@@ -208,7 +209,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
     const auto& slot = std::get<std::optional<unsigned>>(taken);
     if (!slot) return Outcome::busy();
-    confirmed_at_ = started;
+    lease_.confirmed(started);
     slot_ = *slot; // no fence: each server counts its own (SPEC §14)
     return Outcome::acquired();
   }
@@ -218,7 +219,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
   if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
       r->element[1]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
       r->element[0]->integer < static_cast<long long>(slots_)) {
-    confirmed_at_ = started; // the TTL started no earlier than this
+    lease_.confirmed(started); // the TTL started no earlier than this
     slot_ = static_cast<unsigned>(r->element[0]->integer);
     fence_ = static_cast<std::uint64_t>(r->element[1]->integer);
     return Outcome::acquired();
@@ -323,6 +324,9 @@ void RedisLock::release() {
   if (auto* e = std::get_if<RedisError>(&released)) {
     diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
   } else if (!std::get<bool>(released)) {
+    // Stopped at its lease's jeopardy, the command ended before the server
+    // could give the lock away: it was said then, and nothing ran unguarded.
+    if (unconfirmed_) return;
     // The command ran (part of) its critical section without the lock: that
     // must not pass unnoticed (SPEC §7).
     diag::warn(message(Msg::redis_released_not_ours, {{"key", display_key_}, {"server", server()}}));
@@ -374,48 +378,58 @@ void RedisLock::export_env() const {
   ::setenv("BUFFERLOCK_BACKEND", "redis", 1);
   ::setenv("BUFFERLOCK_TOKEN", token_.c_str(), 1);
   ::setenv("BUFFERLOCK_REDIS_KEY", slot_keys_[slot_].c_str(), 1);
-  if (slots_ > 1) ::setenv("BUFFERLOCK_SLOT", std::to_string(slot_).c_str(), 1);
   if (fence_) ::setenv("BUFFERLOCK_FENCE", std::to_string(*fence_).c_str(), 1);
 }
 
-Nanos RedisLock::renew_interval() const { return std::max(settings_.ttl / 3, Nanos(1'000'000)); }
-
 std::optional<Ticker> RedisLock::keepalive() {
-  return Ticker{renew_interval(), [this](pid_t child) { return renew(child); }};
+  return Ticker{lease_.renew_at(), [this](pid_t child) { return renew(child); }};
 }
 
 Nanos RedisLock::renew(pid_t child) {
-  if (lost_) {
-    // The only thing left to do: SIGKILL a command that ignored SIGTERM.
-    if (kill_pending_) {
-      diag::warn(message(Msg::redis_lock_lost_kill));
-      ::kill(child, SIGKILL);
-      kill_pending_ = false;
-    }
-    return infinite_duration;
+  if (kill_at_) return kill_when_due(child);
+  if (lost_ || unconfirmed_) return infinite_duration;
+  const Nanos now = monotonic_now();
+  const bool term = settings_.on_lost == OnLost::term;
+  if (now >= lease_.jeopardy_at()) {
+    if (term) return stop_unconfirmed(child);
+    if (!jeopardy_warned_)
+      diag::warn(message(Msg::redis_lease_unconfirmed, {{"key", display_key_}, {"server", server()}}));
+    jeopardy_warned_ = true;
+  } else if (term && renew_retry_ && !lease_.may_attempt(now)) {
+    // A retry now could still be running at the jeopardy moment and delay
+    // the SIGTERM: none is started. (The regular renewal always goes: the
+    // fitted --kill-after leaves it a whole attempt, and a tick a little
+    // late must not cost a healthy lock its command.)
+    return lease_.jeopardy_at();
   }
-  const Nanos started = monotonic_now();
   auto renewed = extend_token();
   if (auto* e = std::get_if<RedisError>(&renewed)) return renew_failed(child, *e);
   if (!std::get<bool>(renewed)) return lost(child);
-  confirmed_at_ = started;
+  lease_.confirmed(now); // sent no earlier than this
   renew_retry_.reset();
   renew_error_reported_ = false;
-  return renew_interval();
+  jeopardy_warned_ = false;
+  return lease_.renew_at();
 }
 
 Nanos RedisLock::renew_failed(pid_t child, const RedisError& e) {
   // The lock may outlive an outage while its TTL runs: keep trying until
-  // then, with the waiting back-off rather than a TTL/3 later, so that a lock
-  // lost to a restart is found lost as soon as Redis answers again.
+  // the jeopardy moment (--on-lost term) or the server's expiry, with the
+  // waiting back-off rather than a TTL/3 later, so that a lock lost to a
+  // restart is found lost as soon as Redis answers again.
   const Nanos now = monotonic_now();
-  const Nanos expires = confirmed_at_ + settings_.ttl;
-  if (now >= expires) return lost(child);
+  if (now >= lease_.server_expiry()) return lost(child);
   if (!renew_error_reported_)
     diag::warn(message(Msg::redis_renew_retrying, {{"server", server()}, {"error", e.text}}));
   renew_error_reported_ = true;
   if (!renew_retry_) renew_retry_.emplace(settings_.step, settings_.ratio, settings_.max_step);
-  return std::max(Nanos(1'000'000), std::min(jittered(renew_retry_->next(), random_u32()), expires - now));
+  const Nanos next = now + std::max(Nanos(1'000'000), jittered(renew_retry_->next(), random_u32()));
+  // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry.
+  const Nanos jeopardy = lease_.jeopardy_at();
+  const Nanos limit = now < jeopardy && (settings_.on_lost == OnLost::term || !jeopardy_warned_)
+                          ? jeopardy
+                          : lease_.server_expiry();
+  return std::min(next, limit);
 }
 
 Nanos RedisLock::lost(pid_t child) {
@@ -426,8 +440,24 @@ Nanos RedisLock::lost(pid_t child) {
   }
   diag::warn(message(Msg::redis_lock_lost_term, {{"key", display_key_}, {"server", server()}}));
   ::kill(child, SIGTERM);
-  kill_pending_ = true;
-  return settings_.kill_after;
+  kill_at_ = lease_.kill_at(monotonic_now());
+  return *kill_at_;
+}
+
+Nanos RedisLock::stop_unconfirmed(pid_t child) {
+  unconfirmed_ = true;
+  diag::warn(message(Msg::redis_lease_unconfirmed_term, {{"key", display_key_}, {"server", server()}}));
+  ::kill(child, SIGTERM);
+  kill_at_ = lease_.kill_at(monotonic_now());
+  return *kill_at_;
+}
+
+Nanos RedisLock::kill_when_due(pid_t child) {
+  if (monotonic_now() < *kill_at_) return *kill_at_;
+  diag::warn(message(Msg::redis_lock_lost_kill));
+  ::kill(child, SIGKILL);
+  kill_at_.reset();
+  return infinite_duration;
 }
 
 } // namespace bufferlock

@@ -6,6 +6,7 @@
 #include "cli.hpp"
 #include "lock/backoff.hpp"
 #include "lock/holder_record.hpp"
+#include "lock/lease.hpp"
 #include "lock/lock.hpp"
 #include "redis/client.hpp"
 #include "redis/quorum.hpp"
@@ -100,13 +101,19 @@ private:
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);
+  // The renewal ticker (lock/lease.hpp has the timeline): returns the
+  // monotonic time of its next call.
   Nanos renew(pid_t child);
-  // A renewal that failed on an error: when to try again, or that the lock
-  // is lost because its TTL ran out since the last successful renewal.
+  // A renewal that failed on an error: when to try again (within the
+  // lease), or that the lock is lost because the server's TTL ran out.
   Nanos renew_failed(pid_t child, const RedisError& e);
+  // Renewal found another token or none.
   Nanos lost(pid_t child);
-  // About TTL/3 (at least 1 ms): renewals keep a lock whose TTL would run out.
-  Nanos renew_interval() const;
+  // Renewal has not confirmed the lease by its jeopardy moment: with
+  // --on-lost term, SIGTERM now and SIGKILL --kill-after later.
+  Nanos stop_unconfirmed(pid_t child);
+  // After a SIGTERM: the SIGKILL when it is due.
+  Nanos kill_when_due(pid_t child);
 
   RedisSettings settings_;
   std::string display_key_;
@@ -125,14 +132,15 @@ private:
   std::optional<QuorumClient> quorum_;     // with several --redis
   bool wake_by_list_ = true;               // false after a server refused a fractional BLPOP timeout
   std::optional<RedisError> wake_refused_; // the ACL refused our BLPOP: the wait ends with it
-  bool lost_ = false;
-  bool kill_pending_ = false;
+  bool lost_ = false;                      // renewal found it gone: nothing to release
+  bool unconfirmed_ = false;               // stopped at the lease's jeopardy: it may still be ours
+  std::optional<Nanos> kill_at_;           // after a SIGTERM: when SIGKILL is due
   bool wait_error_reported_ = false;
-  // When the last successful SET or PEXPIRE was sent: the lock is surely
-  // gone one TTL later. Renewal errors are retried until then.
-  Nanos confirmed_at_{0};
+  // From the send time of the last successful SET or PEXPIRE (SPEC §7).
+  Lease lease_;
   std::optional<Backoff> renew_retry_; // set while renewals fail
   bool renew_error_reported_ = false;
+  bool jeopardy_warned_ = false; // without --on-lost term: the one warning
 };
 
 } // namespace bufferlock

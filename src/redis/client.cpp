@@ -2,6 +2,9 @@
 
 #include "redis/cluster.hpp"
 #include "redis/sentinel.hpp"
+#include "util/clock.hpp"
+
+#include <time.h>
 
 namespace bufferlock {
 
@@ -80,6 +83,12 @@ RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
 
 RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vector<std::string_view>& args,
                                            const std::vector<std::string_view>* fallback, Nanos io_timeout) {
+  // TRYAGAIN (a multi-key script on a slot in mid-migration, often after an
+  // ASK) is retried from the start of the routing, with a short pause,
+  // within the io timeout: once the slot has moved, the old node answers
+  // MOVED and the new one runs the script (SPEC §13: release included).
+  const Nanos tryagain_until = monotonic_now() + (io_timeout.count() > 0 ? io_timeout : timeouts_.io);
+  int retries = 0;
   auto conn = connection_for(key);
   bool asking = false;
   for (int hop = 0;; ++hop) {
@@ -87,6 +96,16 @@ RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vect
     auto result = send(*std::get<RedisConnection*>(conn), asking, args, fallback, io_timeout);
     const auto* e = std::get_if<RedisError>(&result);
     if (!e || e->kind != RedisError::Kind::server) return result;
+    if (is_tryagain(e->text)) {
+      const Nanos pause = tryagain_pause(retries++);
+      if (monotonic_now() + pause >= tryagain_until) return result;
+      const timespec ts = to_timespec(pause);
+      ::nanosleep(&ts, nullptr);
+      hop = -1;
+      asking = false;
+      conn = connection_for(key);
+      continue;
+    }
     // A demoted master (a sentinel failover): the next connection asks the
     // sentinels again.
     if (url_.transport == RedisUrl::Transport::sentinel && e->text.starts_with("READONLY")) first_.reset();

@@ -1,5 +1,6 @@
 #include "redis/cluster.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -85,6 +86,14 @@ std::optional<Redirect> parse_redirect(std::string_view text) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   r.host = std::string(host);
   return r;
+}
+
+bool is_tryagain(std::string_view text) { return text == "TRYAGAIN" || text.starts_with("TRYAGAIN "); }
+
+Nanos tryagain_pause(int retry) {
+  constexpr Nanos first = std::chrono::milliseconds(1);
+  constexpr Nanos most = std::chrono::milliseconds(50);
+  return retry >= 6 ? most : std::min(most, first * (1 << retry));
 }
 
 } // namespace bufferlock

@@ -203,7 +203,7 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
 
   // Ticks are due at fixed times, so a stream of signals or output cannot
   // postpone a renewal.
-  Nanos next_tick_at = ticker ? monotonic_now() + ticker->interval : infinite_duration;
+  Nanos next_tick_at = ticker ? ticker->first_at : infinite_duration;
   int status = 0;
   bool exited = false;
   std::vector<char> buffer(sink || err_sink ? 65536 : 0);
@@ -212,8 +212,7 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     if (next_tick_at != infinite_duration) {
       const Nanos now = monotonic_now();
       if (now >= next_tick_at) {
-        const Nanos wait = ticker->tick(child);
-        next_tick_at = wait == infinite_duration ? infinite_duration : now + wait;
+        next_tick_at = ticker->tick(child);
         continue;
       }
       timeout_ms = static_cast<int>((next_tick_at - now).count() / 1'000'000 + 1);

@@ -29,10 +29,12 @@ void scrub_lock_env();
 // The exit status a wait(2) status stands for: the code, or 128+N for signal N.
 int exit_status_from_wait(int wait_status);
 
-// Called every `interval` while the child runs (for lock renewal); returns
-// the time until it wants to be called again.
+// Called while the child runs (lock renewal): first at `first_at`, then at
+// the time each call returns. Times are monotonic (util/clock.hpp) and
+// absolute, so the time a call itself took (a renewal that timed out) never
+// shifts the next one; infinite_duration: never again.
 struct Ticker {
-  Nanos interval;
+  Nanos first_at;
   std::function<Nanos(pid_t child)> tick;
 };
 

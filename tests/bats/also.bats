@@ -135,7 +135,7 @@ assert_exact_counters() {
     assert_equal "$(rcli_to R EXISTS "$(redis_key "$FIRST")")" 0
     rcli_to R DEL "$(redis_key "$SECOND")" >/dev/null
     # the --also key vanishes while the command runs: the lock is lost
-    run --separate-stderr bl -r "$R_URL" --ttl 0.3 --on-lost term --also "$SECOND" "$FIRST" sh -c \
+    run --separate-stderr bl -r "$R_URL" --ttl 1 --connect-timeout 0.1 --io-timeout 0.1 --on-lost term --also "$SECOND" "$FIRST" sh -c \
         'redis-cli -p "$0" DEL "$1" >/dev/null; sleep 5; echo survived' "$R_PORT" "$(redis_key "$SECOND")"
     refute_output survived
     assert_regex "$stderr" "lost"

@@ -239,6 +239,51 @@ url_of() {
     assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
 }
 
+@test "cluster: a release during a slot migration (ASK, then TRYAGAIN) releases, and wakes the waiter" {
+    local k rk slot src_id dst_id n holder waiter t0 ms
+    k=$(cluster_key_on C1)
+    rk=$(redis_key "$k")
+    slot=$(slot_of "$rk")
+    src_id=$(node_id C1) dst_id=$(node_id C2)
+    for n in C1 C2 C3; do
+        echo "$n CLUSTER SETSLOT $slot NODE $dst_id"
+    done >"$T/settle"
+    # A holder (io timeout 5 s: the window for TRYAGAIN retries) that ends
+    # when told to, and a waiter that gives up before the 30 s TTL.
+    BG_OUT=$T/holder.out BG_ERR=$T/holder.err bl_bg -r "$C1_URL" --ttl 30 --io-timeout 5 "$k" \
+        sh -c 'echo x > "$0.started"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$T/h"
+    holder=$BG_PID
+    wait_for_file "$T/h.started" 10 || fail "the holder did not start: $(cat "$T/holder.err")"
+    BG_OUT=$T/waiter.out BG_ERR=$T/waiter.err bl_bg -r "$C1_URL" -w 20 "$k" echo ran
+    waiter=$BG_PID
+    # The lock's keys move to C2, the slot stays half-migrated: C1 answers
+    # ASK for the release script, and C2 answers TRYAGAIN, since its wake
+    # list exists on neither node.
+    rcli_to C2 CLUSTER SETSLOT "$slot" IMPORTING "$src_id" >/dev/null
+    rcli_to C1 CLUSTER SETSLOT "$slot" MIGRATING "$dst_id" >/dev/null
+    assert_equal "$(rcli_to C1 MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "$rk" "{$rk}:holder" "{$rk}:fence")" OK
+    t0=$(now_us)
+    touch "$T/h.go"
+    sleep 1
+    pid_alive "$holder" || fail "the holder did not retry its release: $(cat "$T/holder.err")"
+    # Redis' resharding order: the destination first.
+    for n in C2 C1 C3; do
+        rcli_to "$n" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null
+    done
+    wait_for_exit "$holder" 10 || fail "the holder did not finish"
+    reap "$holder"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/holder.err")" ""
+    wait_for_exit "$waiter" 10 || fail "the waiter was not woken"
+    ms=$(elapsed_ms "$t0")
+    reap "$waiter"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/waiter.out")" ran
+    # woken by the release, not by the TTL (30 s) or the waiter's deadline
+    ((ms < 8000)) || fail "the waiter got the lock only after $ms ms"
+    assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
+}
+
 @test "cluster: nodes that redirect in a loop give the error status, not a hang" {
     local k rk slot t0 ms
     k=$(cluster_key_on C1)

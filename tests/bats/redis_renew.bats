@@ -109,7 +109,7 @@ count_matches() {
 @test "renew: --on-lost term sends SIGTERM to the command" {
     local rk t0
     rk=$(redis_key "$K")
-    bl_bg -r "$REDIS_URL" --ttl 0.6 --on-lost term "$K" sh -c \
+    bl_bg -r "$REDIS_URL" --ttl 1.5 --connect-timeout 0.1 --io-timeout 0.1 --on-lost term "$K" sh -c \
         "trap 'echo term > \"\$0.term\"; exit 7' TERM; $SLEEPER; echo finished > \"\$0.done\"" "$T/c" 100
     wait_for_file "$T/c.token" 10 || fail "the command did not start"
     t0=$(now_us)
@@ -130,7 +130,7 @@ count_matches() {
     local rk t0
     rk=$(redis_key "$K")
     # the command handles TERM by noting it and carrying on
-    bl_bg -r "$REDIS_URL" --ttl 0.6 --on-lost term --kill-after 0.5 "$K" sh -c \
+    bl_bg -r "$REDIS_URL" --ttl 1.5 --connect-timeout 0.1 --io-timeout 0.1 --on-lost term --kill-after 0.5 "$K" sh -c \
         "trap 'echo term >> \"\$0.term\"' TERM; $SLEEPER; echo finished > \"\$0.done\"" "$T/c" 100
     wait_for_file "$T/c.pid" 10 || fail "the command did not start"
     track_pid "$(cat "$T/c.pid")"
@@ -143,7 +143,7 @@ count_matches() {
     assert_file_not_exists "$T/c.done"
     local ms
     ms=$(elapsed_ms "$t0")
-    # lost within ~0.2-0.4 s (TTL/3), then 0.5 s grace
+    # lost within ~0.5 s (TTL/3), then 0.5 s grace
     ((ms >= 400 && ms < $(slack_ms 5000))) || fail "SIGKILL came after $ms ms"
     wait_for_exit "$(cat "$T/c.pid")" 3 || fail "the command is still alive"
 }
@@ -208,4 +208,33 @@ count_matches() {
     assert_equal "$REAPED_STATUS" 143
     assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 0
     assert_equal "$(cat "$T/bg.err")" ""
+}
+
+# --- the holder's lease (SPEC §7) ---------------------------------------------
+
+@test "lease: an explicit --kill-after that does not fit the TTL is a usage error naming both" {
+    # 20 - 20/3 - 0.202 - 2 x 2 = 9.131
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 20 --on-lost term --kill-after 10 "$K" touch "$T/ran"
+    assert_usage_error "--kill-after 10.000" "--ttl 20.000" "at most 9.131"
+    BUFFERLOCK_KILL_AFTER=10 BUFFERLOCK_TTL=20 run --separate-stderr bl -r "$REDIS_URL" --on-lost term "$K" touch "$T/ran"
+    assert_usage_error "BUFFERLOCK_KILL_AFTER 10.000" "BUFFERLOCK_TTL 20.000"
+    # a TTL that cannot hold a renewal period and two attempts, whatever --kill-after
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --on-lost term "$K" touch "$T/ran"
+    assert_usage_error "--ttl 0.600 is too short for --on-lost term" "(2.000)"
+    assert_file_not_exists "$T/ran"
+    # without --on-lost term the same values are fine
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --kill-after 5 "$K" touch "$T/ran"
+    assert_success
+    assert_file_exists "$T/ran"
+}
+
+@test "lease: --ttl 10 --on-lost term just works (the default --kill-after is shortened)" {
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term "$K" sh -c 'echo "$BUFFERLOCK_BACKEND"'
+    assert_success
+    assert_output redis
+    assert_stderr_empty
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 2.5 "$K" true
+    assert_success
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 2.6 "$K" true
+    assert_usage_error "--kill-after 2.600" "--ttl 10.000" "at most 2.565"
 }

@@ -313,7 +313,7 @@ assert_tls_error() {
 @test "tls: --on-lost term stops the command when the lock is taken over TLS" {
     local rk t0 ms
     rk=$(redis_key "$K")
-    bl_bg -r "$TLS_URL" --tls-ca "$TLS_CA" --ttl 0.6 --on-lost term "$K" sh -c \
+    bl_bg -r "$TLS_URL" --tls-ca "$TLS_CA" --ttl 2 --connect-timeout 0.2 --io-timeout 0.2 --on-lost term "$K" sh -c \
         'trap "echo term > \"\$0.term\"; exit 7" TERM
          echo "$BUFFERLOCK_TOKEN" > "$0.tmp"; mv "$0.tmp" "$0"
          i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done

@@ -119,6 +119,22 @@ assert_three_of_eight() { assert_slots_limit 3 8 "$@"; }
     assert_failure 75
 }
 
+@test "--slots 1 still gives BUFFERLOCK_SLOT=0 (exec and --close); without --slots it is unset" {
+    run --separate-stderr bl --slots 1 -d "$D" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_output 0
+    run --separate-stderr bl --slots 1 --close -d "$D" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_output 0
+    BUFFERLOCK_SLOTS=1 run --separate-stderr bl -d "$D" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_output 0
+    # an inherited value is scrubbed when no --slots asks for one
+    BUFFERLOCK_SLOT=7 run --separate-stderr bl -d "$D" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_output unset
+}
+
 @test "bad --slots values and combinations are usage errors" {
     local v
     for v in 0 1001 x -1 1.5 ''; do
@@ -171,6 +187,16 @@ assert_three_of_eight() { assert_slots_limit 3 8 "$@"; }
     assert_output 1
     # woken by the release's wake-up list, not by a back-off that grew meanwhile
     (( ($(date +%s%N) - start) / 1000000 < 1000 + $(slack_ms 500) ))
+}
+
+@test "redis: --slots 1 gives BUFFERLOCK_SLOT=0; without --slots it is unset" {
+    start_redis_as R
+    run --separate-stderr bl --slots 1 -r "$R_URL" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset} $BUFFERLOCK_REDIS_KEY"'
+    assert_success
+    assert_output "0 $(redis_key "$K")"
+    run --separate-stderr bl -r "$R_URL" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_output unset
 }
 
 # --- redis quorum (SPEC §13) --------------------------------------------------
@@ -265,3 +291,10 @@ start_trio() {
     assert_output "held slots=2/2"
 }
 
+@test "quorum: --slots 1 gives BUFFERLOCK_SLOT=0" {
+    start_trio
+    run --separate-stderr bl --slots 1 "${QUORUM[@]}" "$K" sh -c 'echo "${BUFFERLOCK_SLOT-unset}"'
+    assert_success
+    assert_stderr_empty
+    assert_output 0
+}

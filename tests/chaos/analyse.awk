@@ -1,9 +1,11 @@
 # Reads a chaos log in order and prints one line of counts:
 #   sections=N overlaps=N violations=N outlived=N handovers_after_kill=N
 #   increments_bad=N increments_bad_outlived=N fences=n/a|N fence_violations=N
-#   hung=N failovers=N failover_overlaps=N failover_increments=N
+#   hung=N failovers=N failover_overlaps=N failover_increments=N terms=N
 # Records: enter TAG READ FENCE | exit TAG WROTE | overlap TAG OTHER (the marker
-# witness) | kill TAG (logged before the SIGKILL is sent) | lost TAG (its
+# witness) | kill TAG (logged before the SIGKILL is sent) | term TAG (the
+# section itself, when a SIGTERM ended it: a holder stopped by --on-lost
+# term; like a kill, it ends the section where it stands) | lost TAG (its
 # bufferlock said the lock was lost) | hung TAG | epoch restart (the server
 # was restarted without its data: its fence counters start again, so the
 # fences may go down once after it; any other decrease is a violation) |
@@ -50,6 +52,7 @@ $1 == "exit" {
   if ($2 != cur) stray = $2
 }
 $1 == "kill" { killed[$2] = line }
+$1 == "term" { killed[$2] = line; terms++ }
 $1 == "lost" { lost[$2] = 1 }
 $1 == "hung" { hung++ }
 $1 == "epoch" { fresh_start = 1 }
@@ -74,7 +77,8 @@ END {
     if ((bad_incr[t] in lost) || (t in lost) || (bad_stray[t] in lost)) incr_outlived++
     else if ((bad_incr[t] in in_failover) || (t in in_failover) || (bad_stray[t] in in_failover)) incr_failover++
   }
-  printf "sections=%d overlaps=%d violations=%d outlived=%d handovers_after_kill=%d increments_bad=%d increments_bad_outlived=%d fences=%s fence_violations=%d hung=%d failovers=%d failover_overlaps=%d failover_increments=%d\n",
+  printf "sections=%d overlaps=%d violations=%d outlived=%d handovers_after_kill=%d increments_bad=%d increments_bad_outlived=%d fences=%s fence_violations=%d hung=%d failovers=%d failover_overlaps=%d failover_increments=%d terms=%d\n",
     sections, overlaps + 0, violations + 0, outlived + 0, handovers + 0, incr + 0, incr_outlived + 0,
-    (fenced ? fenced : "n/a"), fence_bad + 0, hung + 0, failovers + 0, failover_overlaps + 0, incr_failover + 0
+    (fenced ? fenced : "n/a"), fence_bad + 0, hung + 0, failovers + 0, failover_overlaps + 0, incr_failover + 0,
+    terms + 0
 }

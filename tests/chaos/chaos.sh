@@ -5,10 +5,13 @@
 #   tests/chaos/chaos.sh [short|long] [BACKEND...]
 #
 # Backends (all by default): file; redis (one server: restarts, CLIENT PAUSE
-# shorter and longer than the TTL); quorum (3 independent masters, one
+# shorter and longer than the TTL); partition (one server and the workers in
+# a private network namespace whose link goes down for 1 s and 3 s around a
+# TTL of 2 s, --on-lost term: none may outlive its lock; root only); quorum (3 independent masters, one
 # server faulted at a time, restarts kept down longer than the TTL; no
 # fences); cluster (a 3-master Redis Cluster, one lock key per master; node
-# restarts lose the keys and fences as a single server's do); sentinel (a
+# restarts lose the keys and fences as a single server's do; the lock keys'
+# slots migrate between masters meanwhile); sentinel (a
 # master, its replica and one sentinel, workers on a redis-sentinel:// URL;
 # SENTINEL FAILOVER 3 × SCALE times, each an epoch for the analysis: a lock
 # taken just before can be lost, fences can go back; counted apart); cache.
@@ -32,12 +35,12 @@ source "$HERE/lib.bash"
 mode=${1:-short}
 shift || true
 backends=("$@")
-[[ ${#backends[@]} -gt 0 ]] || backends=(file redis quorum cluster sentinel cache)
+[[ ${#backends[@]} -gt 0 ]] || backends=(file redis partition quorum cluster sentinel cache)
 case $mode in
 short) SCALE=1 ;;
 long) SCALE=110 ;;
 *)
-    echo "usage: $0 [short|long] [file|redis|quorum|cluster|sentinel|cache...]" >&2
+    echo "usage: $0 [short|long] [file|redis|partition|quorum|cluster|sentinel|cache...]" >&2
     exit 64
     ;;
 esac
@@ -51,6 +54,7 @@ RUN=
 passed=0 failed=0
 cleanup() {
     redis_stop
+    netns_stop
     [[ -n $RUN && -z ${CHAOS_KEEP:-} ]] && rm -rf -- "$RUN"
 }
 trap cleanup EXIT
@@ -65,7 +69,7 @@ new_run() {
     : >"$RUN/stderr"
     exec 7<>"$RUN/nap.fifo"
     export CHAOS_DIR=$RUN
-    KILLS=0 FAULTS=() LOGS=("$RUN/log") EXPECT_FENCES='' NO_FENCE_WHY='' REDIS_ARGS=()
+    KILLS=0 FAULTS=() LOGS=("$RUN/log") EXPECT_FENCES='' NO_FENCE_WHY='' REDIS_ARGS=() EXPECT_NONE_OUTLIVED=''
 }
 
 # witnesses DIR: the files section.sh writes to, one set per lock key.
@@ -123,8 +127,8 @@ report() {
     # A failover epoch's (analyse.awk): shown only by a backend that has them.
     ((c[failovers] > 0)) &&
         failover_text="; in a failover (a lock lost as asynchronous replication allows): overlaps ${c[failover_overlaps]}, increments lost/duplicated ${c[failover_increments]}"
-    printf '%s: %s sections, %s killed, faults [%s]; mutual-exclusion violations %s%s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
-        "$name" "${c[sections]}" "$KILLS" "${FAULTS[*]:-none}" "${c[violations]}" "$failover_text" "${c[outlived]}" \
+    printf '%s: %s sections, %s killed, %s ended by SIGTERM, faults [%s]; mutual-exclusion violations %s%s; outlived their lock %s (fence: %s); increments lost/duplicated %s (%s by holders that outlived their lock); fence order violations %s; hung %s; %ss\n' \
+        "$name" "${c[sections]}" "$KILLS" "${c[terms]}" "${FAULTS[*]:-none}" "${c[violations]}" "$failover_text" "${c[outlived]}" \
         "$([[ ${c[fences]} == n/a ]] && echo n/a || echo "would have stopped ${c[outlived]}")" \
         "${c[increments_bad]}" "${c[increments_bad_outlived]}" "$fence_text" "${c[hung]}" "$secs"
     check "$name: sections completed" $((c[sections] < EXPECT_SECTIONS))
@@ -132,6 +136,8 @@ report() {
     check "$name: increments" $((c[increments_bad] - c[increments_bad_outlived] - c[failover_increments] != 0))
     check "$name: fence order" $((c[fence_violations] != 0))
     check "$name: no hung worker" $((c[hung] != 0))
+    # --on-lost term and the holder's lease: stopped before the lock can pass
+    [[ -z $EXPECT_NONE_OUTLIVED ]] || check "$name: no holder outlived its lock" $((c[outlived] != 0))
     case $EXPECT_FENCES in
     yes) check "$name: the command gets fences" "$([[ ${c[fences]} != n/a ]]; echo $?)" ;;
     no) check "$name: the command gets no fence" "$([[ ${c[fences]} == n/a ]]; echo $?)" ;;
@@ -239,6 +245,50 @@ redis_fault() { # KIND MS
     esac
 }
 
+# One server and the workers in a private network namespace (root only:
+# skipped otherwise), the harness outside talking to the server through a
+# unix socket. The monkey takes the namespace's loopback link down (packets
+# dropped, no RST) for 1 s or 3 s, shorter and longer than the TTL of 2 s,
+# besides killing holders. The workers use --on-lost term: a holder cut off
+# for longer than its lease is stopped (its section logs the SIGTERM) before
+# the server could give the lock to anyone else, so none outlives its lock.
+backend_partition() {
+    local w=6 k=$((170 * SCALE)) start=$SECONDS bl_real=$BL
+    if [[ $(id -u) != 0 ]] || ! unshare -n true 2>/dev/null; then
+        echo "partition: skipped: needs CAP_NET_ADMIN (root) for a private network namespace"
+        return
+    fi
+    new_run
+    if ! netns_start; then
+        check "partition: network namespace" 1
+        return
+    fi
+    SRV_PORT[0]=6379
+    if ! redis_spawn 0; then
+        check "partition: server start" 1
+        netns_stop
+        return
+    fi
+    printf '#!/bin/sh\nexec nsenter --net=%s %s "$@"\n' "$NETNS" "$bl_real" >"$RUN/bl-in-ns"
+    chmod +x "$RUN/bl-in-ns"
+    EXPECT_SECTIONS=$((w * k * 8 / 10)) EXPECT_FENCES=yes EXPECT_NONE_OUTLIVED=1
+    BL=$RUN/bl-in-ns LONG_NAP=2.5 LONG_NAP_PERCENT=1 start_workers "$w" "$k" \
+        --redis "redis://127.0.0.1:${SRV_PORT[0]}/0" --ttl 2 --connect-timeout 0.15 --io-timeout 0.15 \
+        --on-lost term -w 120
+    FAULT_KINDS="partition-1s partition-3s" server_monkey partition holder_kill partition_fault
+    wait "$WORKERS_PID"
+    redis_stop
+    netns_stop
+    report partition $((SECONDS - start))
+}
+
+partition_fault() { # KIND MS
+    local s=${1#partition-}
+    link down || return 1
+    nap "${s%s}"
+    link up
+}
+
 # Three independent masters (--redis given 3 times), one server fault at a
 # time so that a majority stays up. A quorum lock has no fence.
 backend_quorum() {
@@ -277,7 +327,9 @@ quorum_fault() { # KIND MS: on one server of the three
 # A 3-master Redis Cluster; one lock key per master, each with its own
 # witnesses ($RUN/kI), its workers connected through the next node (so their
 # commands are redirected). A restarted node keeps its slots (nodes.conf) and
-# loses its keys, fences with them, as a restarted single server does.
+# loses its keys, fences with them, as a restarted single server does. The
+# slot migration monkey moves a lock key's slot (keys and all) to another
+# master and, later, on again, while its workers take and release the lock.
 backend_cluster() {
     local w=2 k=$((200 * SCALE)) start=$SECONDS i
     new_run
@@ -299,7 +351,7 @@ backend_cluster() {
     done
     EXPECT_SECTIONS=$((3 * w * k * 8 / 10)) EXPECT_FENCES=yes
     start_in_background cluster_workers "$w" "$k"
-    server_monkey cluster cluster_kill cluster_fault
+    FAULT_KINDS="restart pause-0.5s pause-1.5s migrate" server_monkey cluster cluster_kill cluster_fault
     wait "$WORKERS_PID"
     redis_stop
     report cluster $((SECONDS - start))
@@ -316,6 +368,9 @@ cluster_workers() {
     wait "${pids[@]}"
 }
 
+# cluster_rkey I: the Redis key of the lock of key I.
+cluster_rkey() { echo "buffer:lock:$(printf %s "${CLUSTER_KEY[$1]}" | md5sum | cut -c1-32)"; }
+
 # cluster_kill: the holder of one of the three keys, if one is in its section.
 cluster_kill() {
     local RUN=$RUN/k$((RANDOM % 3))
@@ -323,10 +378,19 @@ cluster_kill() {
 }
 
 cluster_fault() { # KIND MS: on one node of the three
-    local i=$((RANDOM % 3))
+    local i=$((RANDOM % 3)) j owner
     case $1 in
+    migrate)
+        # The slot of one key's lock (its companions share it) to another
+        # master, while its workers go on: scripts meet ASK and TRYAGAIN.
+        owner=$(node_of_key "$(cluster_rkey "$i")") || return 1
+        migrate_slot "$(cluster_rkey "$i")" $(((owner + 1 + RANDOM % 2) % 3))
+        ;;
     restart)
-        echo "epoch restart" >>"$RUN/k$i/log" # its key's fence counter goes
+        # the fence counters of the keys it serves now (slots migrate) go
+        for j in 0 1 2; do
+            [[ $(node_of_key "$(cluster_rkey "$j")") == "$i" ]] && echo "epoch restart" >>"$RUN/k$j/log"
+        done
         redis_restart "$i" && cluster_wait_ok
         ;;
     *) pause_server "$i" "$2" ;;

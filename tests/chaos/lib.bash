@@ -117,7 +117,11 @@ kill_holder() {
 # runs in its own directory, $RUN/srvI (a cluster node keeps its nodes.conf
 # there), with the extra redis-server arguments REDIS_ARGS (a cluster's).
 
-SRV_PORT=() SRV_PID=() REDIS_ARGS=()
+SRV_PORT=() SRV_PID=() SRV_SOCK=() REDIS_ARGS=()
+# NETNS=/proc/PID/ns/net: servers start in that network namespace, and the
+# harness talks to them through unix sockets (SRV_SOCK), which a downed link
+# there does not cut.
+NETNS=
 
 # free_port: a loopback port in 20000-50000 that nothing listens on, nor on
 # the port + 10000 (a cluster node's bus port).
@@ -134,7 +138,11 @@ free_port() {
 rcli_to() {
     local i=$1
     shift
-    timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "${SRV_PORT[i]}" "$@"
+    if [[ -n ${SRV_SOCK[i]:-} ]]; then
+        timeout 10 redis-cli --no-auth-warning -s "${SRV_SOCK[i]}" "$@"
+    else
+        timeout 10 redis-cli --no-auth-warning -h 127.0.0.1 -p "${SRV_PORT[i]}" "$@"
+    fi
 }
 
 # redis_url I: the URL of server I.
@@ -142,10 +150,16 @@ redis_url() { echo "redis://127.0.0.1:${SRV_PORT[$1]}/0"; }
 
 # redis_spawn I: start server I on SRV_PORT[I] (loopback, no persistence); sets SRV_PID[I].
 redis_spawn() {
-    local i=$1 dir=$RUN/srv$1
+    local i=$1 dir=$RUN/srv$1 in_ns=() sock=()
     mkdir -p "$dir"
-    redis-server --port "${SRV_PORT[i]}" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-        --dir "$dir" --logfile '' "${REDIS_ARGS[@]}" </dev/null >>"$dir/redis.log" 2>&1 &
+    if [[ -n $NETNS ]]; then # nsenter execs the server: SRV_PID is its PID
+        in_ns=(nsenter --net="$NETNS")
+        SRV_SOCK[i]=$dir/redis.sock
+        sock=(--unixsocket "${SRV_SOCK[i]}" --unixsocketperm 700)
+    fi
+    "${in_ns[@]}" redis-server --port "${SRV_PORT[i]}" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --dir "$dir" --logfile '' "${sock[@]}" "${REDIS_ARGS[@]}" \
+        </dev/null >>"$dir/redis.log" 2>&1 &
     SRV_PID[i]=$!
     server_up "$i" && return 0
     redis_stop_one "$i"
@@ -192,7 +206,75 @@ redis_stop() {
     for i in "${!SRV_PID[@]}"; do
         redis_stop_one "$i"
     done
-    SRV_PID=() SRV_PORT=()
+    SRV_PID=() SRV_PORT=() SRV_SOCK=()
+}
+
+# --- network namespaces -------------------------------------------------------------
+
+# netns_start: a private network namespace (unshare -n: root only) with its
+# loopback link up, held by a sleeping process; sets NETNS and NETNS_PID.
+netns_start() {
+    unshare -n sh -c 'ip link set lo up && exec sleep 100000' </dev/null >/dev/null 2>&1 &
+    NETNS_PID=$!
+    NETNS=/proc/$NETNS_PID/ns/net
+    wait_for netns_up
+}
+
+netns_up() {
+    [[ $(readlink "$NETNS") != "$(readlink /proc/self/ns/net)" ]] &&
+        nsenter --net="$NETNS" ip -o link show lo 2>/dev/null | grep -q LOWER_UP
+}
+
+# netns_stop: the namespace's process, by its PID.
+netns_stop() {
+    [[ -n ${NETNS_PID:-} ]] || return 0
+    kill "$NETNS_PID" 2>/dev/null
+    wait "$NETNS_PID" 2>/dev/null
+    NETNS='' NETNS_PID=''
+}
+
+# link up|down: the namespace's loopback link; down drops packets silently
+# (no RST): a partition between everything inside.
+link() { nsenter --net="$NETNS" ip link set lo "$1"; }
+
+# --- slot migrations ----------------------------------------------------------------
+
+# node_of_key RKEY: the index of the server that serves the Redis key RKEY
+# (it answers for it instead of redirecting).
+node_of_key() {
+    local i reply
+    for i in "${!SRV_PORT[@]}"; do
+        reply=$(rcli_to "$i" EXISTS "$1")
+        [[ $reply == [01] ]] && { echo "$i"; return 0; }
+    done
+    return 1
+}
+
+# migrate_slot RKEY DST: move the slot of the Redis key RKEY with all its
+# keys from its owner to server DST, the way redis-cli --cluster reshard
+# does: IMPORTING on DST, MIGRATING on the owner, MIGRATE the keys in
+# batches (new keys meanwhile go to DST through ASK), then NODE on DST
+# first, then on the others.
+migrate_slot() {
+    local dst=$2 slot src src_id dst_id keys i
+    slot=$(rcli_to 0 CLUSTER KEYSLOT "$1") || return 1
+    src=$(node_of_key "$1") || return 1
+    [[ $src != "$dst" ]] || return 0
+    src_id=$(rcli_to "$src" CLUSTER MYID) dst_id=$(rcli_to "$dst" CLUSTER MYID)
+    rcli_to "$dst" CLUSTER SETSLOT "$slot" IMPORTING "$src_id" >/dev/null || return 1
+    rcli_to "$src" CLUSTER SETSLOT "$slot" MIGRATING "$dst_id" >/dev/null || return 1
+    for ((i = 0; i < 100; i++)); do
+        mapfile -t keys < <(rcli_to "$src" CLUSTER GETKEYSINSLOT "$slot" 100)
+        [[ ${#keys[@]} -gt 0 && -n ${keys[0]} ]] || break
+        # (REPLACE: a key is never on both sides, since the owner serves every
+        # key it still has; a leftover from an interrupted MIGRATE is older)
+        rcli_to "$src" MIGRATE 127.0.0.1 "${SRV_PORT[dst]}" "" 0 5000 REPLACE KEYS "${keys[@]}" >/dev/null
+    done
+    ((i < 100)) || return 1 # the keys would be left behind
+    rcli_to "$dst" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null || return 1
+    for i in "${!SRV_PORT[@]}"; do
+        [[ $i == "$dst" ]] || rcli_to "$i" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null
+    done
 }
 
 # redis_restart I [DOWN]: SHUTDOWN NOSAVE (clients see their connections

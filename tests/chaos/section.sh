@@ -3,8 +3,9 @@
 # witnesses (the harness's analysis reads them, bufferlock is not asked):
 #   - an O_EXCL marker file (bash's noclobber) naming the holder: finding it
 #     taken by a live holder is an overlap, logged at once;
-#   - an append-only log: "enter TAG READ FENCE", "exit TAG WROTE" (one
-#     write(2) each, O_APPEND, so lines never interleave);
+#   - an append-only log: "enter TAG READ FENCE", "exit TAG WROTE", and
+#     "term TAG" when a SIGTERM ends it (one write(2) each, O_APPEND, so
+#     lines never interleave);
 #   - a counter incremented read-modify-write with a nap in between, so that
 #     two holders at once lose or duplicate an increment.
 # Only builtins between enter and exit: nothing else of ours holds the lock
@@ -13,6 +14,10 @@
 set -u
 dir=$CHAOS_DIR tag=$CHAOS_TAG
 exec 8>>"$dir/log" 9<>"$dir/nap.fifo"
+# A SIGTERM (bufferlock's --on-lost term) ends the section: logged at that
+# moment, so the analysis sees whether it ended before the next holder
+# entered (the marker is left, as a killed holder leaves it).
+trap 'printf "term %s\n" "$tag" >&8; exit 143' TERM
 
 set -o noclobber
 if ! { printf '%s %s\n' "$tag" "$$" >"$dir/marker"; } 2>/dev/null; then

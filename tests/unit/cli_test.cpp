@@ -496,3 +496,28 @@ TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
   EXPECT_EQ(usage_error({"cache", "k", "true"}, bad_env),
             "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file or redis");
 }
+
+// --on-lost term fits --kill-after into the lease (SPEC §7, lock/lease.hpp).
+TEST(CliLease, DefaultKillAfterIsShortenedToWhatFits) {
+  const Options o = parse({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "k", "true"});
+  EXPECT_EQ(o.redis.kill_after.count(), 2'564'666'667); // 10 - 10/3 - 0.102 - 2 x 2
+  // fits already: kept
+  EXPECT_EQ(parse({"-r", "redis://h", "--on-lost", "term", "k", "true"}).redis.kill_after, 10s);
+  // without term only the warning's moment uses it
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "10", "k", "true"}).redis.kill_after.count(), 2'564'666'667);
+}
+
+TEST(CliLease, AnExplicitKillAfterThatDoesNotFitIsAUsageError) {
+  const std::string e =
+      usage_error({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "--kill-after", "3", "k", "true"});
+  EXPECT_NE(e.find("--kill-after 3.000"), std::string::npos) << e;
+  EXPECT_NE(e.find("--ttl 10.000"), std::string::npos) << e;
+  EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "10", "--kill-after", "3", "k", "true"}), "(no error)");
+  const std::string short_ttl =
+      usage_error({"-r", "redis://h", "--ttl", "1", "--on-lost", "term", "k", "true"});
+  EXPECT_NE(short_ttl.find("too short for --on-lost term"), std::string::npos) << short_ttl;
+  // small timeouts make room
+  EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "1", "--connect-timeout", "0.1", "--io-timeout", "0.1",
+                         "--on-lost", "term", "k", "true"}),
+            "(no error)");
+}

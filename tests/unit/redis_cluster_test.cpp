@@ -51,3 +51,14 @@ TEST(ClusterRedirect, RefusesOtherErrors) {
         "ASK 1 h:99999", "ASK 1 :6379", "MOVEDX 1 h:1", "READONLY You can't write"})
     EXPECT_FALSE(parse_redirect(t)) << t;
 }
+
+TEST(ClusterTryagain, RecognisedAndPausedBriefly) {
+  EXPECT_TRUE(is_tryagain("TRYAGAIN Multiple keys request during rehashing of slot"));
+  EXPECT_TRUE(is_tryagain("TRYAGAIN"));
+  EXPECT_FALSE(is_tryagain("TRYAGAINX"));
+  EXPECT_FALSE(is_tryagain("ASK 3999 127.0.0.1:6381"));
+  EXPECT_EQ(tryagain_pause(0), std::chrono::milliseconds(1));
+  EXPECT_EQ(tryagain_pause(3), std::chrono::milliseconds(8));
+  EXPECT_EQ(tryagain_pause(6), std::chrono::milliseconds(50));
+  EXPECT_EQ(tryagain_pause(40), std::chrono::milliseconds(50));
+}

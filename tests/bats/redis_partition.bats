@@ -1,0 +1,212 @@
+#!/usr/bin/env bats
+# Network partitions, for real (SPEC §7, the holder's lease): bufferlock and
+# its servers run in a private network namespace whose loopback link the
+# test takes down, which drops packets silently (no RST, no answer). The
+# host's interfaces are never touched. The test itself reaches the servers
+# through unix sockets, which a downed link does not cut, so it can read the
+# server's own PTTL in the middle of a partition.
+#
+# Needs CAP_NET_ADMIN (root) for unshare -n: skipped otherwise.
+
+bats_require_minimum_version 1.5.0
+
+load redis_helpers
+
+setup() {
+    common_setup
+    if [[ $(id -u) != 0 ]] || ! unshare -n true 2>/dev/null; then
+        skip "needs CAP_NET_ADMIN (root) for private network namespaces (unshare -n)"
+    fi
+    if ! command -v nsenter >/dev/null || ! command -v ip >/dev/null; then
+        skip "needs nsenter and ip"
+    fi
+    # The namespace lives as long as this process (stopped by PID in teardown).
+    unshare -n sh -c 'ip link set lo up && exec sleep 600' </dev/null >/dev/null 2>&1 3>&- &
+    NS_PID=$!
+    track_pid "$NS_PID"
+    NS=/proc/$NS_PID/ns/net
+    local i
+    for ((i = 0; i < 200; i++)); do
+        if [[ $(readlink "$NS") != "$(readlink /proc/self/ns/net)" ]] &&
+            nsenter --net="$NS" ip -o link show lo | grep -q LOWER_UP; then
+            break
+        fi
+        sleep 0.02
+    done
+    ((i < 200)) || fail "the private network namespace did not come up"
+    # redis-server started inside the namespace (nsenter execs it: same PID)
+    printf '#!/bin/sh\nexec nsenter --net=%s %s "$@"\n' "$NS" "$(command -v "$REDIS_SERVER_BIN")" >"$T/redis-in-ns"
+    chmod +x "$T/redis-in-ns"
+}
+
+teardown() { redis_teardown; }
+
+# ns_redis_as NAME PORT: a server inside the namespace on 127.0.0.1:PORT there
+# (NAME_TCP_URL), and on a unix socket for this test (rcli_to NAME).
+ns_redis_as() {
+    REDIS_SERVER_BIN=$T/redis-in-ns start_redis_unix_as "$1" --port "$2" || fail "cannot start $1"
+    printf -v "$1_TCP_URL" 'redis://127.0.0.1:%s/0' "$2"
+}
+
+# link up|down: the namespace's loopback link.
+link() {
+    nsenter --net="$NS" ip link set lo "$1"
+}
+
+# ns_bg ARGS...: bufferlock inside the namespace, in the background (as
+# bl_bg: $BG_PID, stdout/stderr in ${BG_OUT:-$T/bg.out}, ${BG_ERR:-$T/bg.err}).
+ns_bg() {
+    env --default-signal=INT,QUIT nsenter --net="$NS" "$BL" "$@" </dev/null \
+        >"${BG_OUT:-$T/bg.out}" 2>"${BG_ERR:-$T/bg.err}" 3>&- &
+    BG_PID=$!
+    track_pid "$BG_PID"
+}
+
+# watch_death PID FILE: writes the time (ns) PID is gone to FILE.
+watch_death() {
+    (
+        while kill -0 "$1" 2>/dev/null; do sleep 0.005; done
+        date +%s%N >"$2"
+    ) &
+    track_pid $!
+}
+
+ms_between() { echo $((($2 - $1) / 1000000)); }
+
+@test "partition: a cut-off holder gets SIGTERM and SIGKILL before the server's expiry (the lease)" {
+    ns_redis_as R 6379
+    local rk
+    rk=$(redis_key "$K")
+    # TTL 3, renewals every 1 s, attempts of 0.4 s, --kill-after 1. The
+    # command ignores SIGTERM (noting when it came), so only SIGKILL ends it.
+    ns_bg -r "$R_TCP_URL" --ttl 3 --on-lost term --kill-after 1 --connect-timeout 0.2 --io-timeout 0.2 "$K" \
+        sh -c 'trap "date +%s%N > \"\$0.term\"" TERM; echo $$ > "$0.pid"; date +%s%N > "$0.start"
+               while :; do sleep 0.01; done' "$T/c"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    watch_death "$(cat "$T/c.pid")" "$T/c.dead"
+    # Down at 1.3 s after the start: the renewal at about 1.0 s went through.
+    local start down
+    start=$(cat "$T/c.start")
+    while (($(date +%s%N) - start < 1300000000)); do sleep 0.01; done
+    link down
+    down=$(date +%s%N)
+    wait_for_file "$T/c.dead" 10 || fail "the command was not killed: $(cat "$T/bg.err")"
+    # The server's own view, read through its unix socket at once: the key
+    # is still there, and expires PTTL ms from now.
+    local pttl now expiry term dead
+    pttl=$(rcli_to R PTTL "$rk")
+    now=$(date +%s%N)
+    ((pttl > 0)) || fail "the key was gone already (PTTL $pttl)"
+    expiry=$((now + pttl * 1000000))
+    term=$(cat "$T/c.term")
+    dead=$(cat "$T/c.dead")
+    echo "# timeline from the command's start: link down $(ms_between "$start" "$down") ms," \
+        "SIGTERM $(ms_between "$start" "$term") ms, SIGKILL $(ms_between "$start" "$dead") ms," \
+        "server expiry $(ms_between "$start" "$expiry") ms" >&3
+    # SIGTERM at about 2.57 s, SIGKILL 1 s later: a grace of --kill-after
+    # measured from the SIGTERM, and both before the server could give the
+    # lock to anyone else.
+    ((term > down)) || fail "SIGTERM before the partition"
+    local grace
+    grace=$(ms_between "$term" "$dead")
+    ((grace >= 950 && grace < 1400)) || fail "SIGKILL $grace ms after SIGTERM, expected --kill-after (1 s)"
+    ((dead < expiry)) || fail "SIGKILL $(ms_between "$expiry" "$dead") ms after the server's expiry"
+    link up
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not exit"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 137
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err == *"in time: it may be lost; sending the command SIGTERM"* ]] || fail "stderr: $err"
+    [[ $err == *"SIGKILL"* ]] || fail "stderr: $err"
+    ! grep -qv '^bufferlock: ' <<<"$err" || fail "stray stderr lines: $err"
+}
+
+@test "partition: a waiter cut off from Redis gives up within its timeouts, with the error status" {
+    ns_redis_as R 6379
+    rcli_to R SET "$(redis_key "$K")" foreign PX 60000 >/dev/null
+    local t0 ms
+    t0=$(now_us)
+    ns_bg -r "$R_TCP_URL" -w 2 --connect-timeout 0.2 --io-timeout 0.2 "$K" echo ran
+    sleep 0.5
+    link down
+    wait_for_exit "$BG_PID" 10 || fail "the waiter hangs"
+    ms=$(elapsed_ms "$t0")
+    reap "$BG_PID"
+    # the wait (2 s) plus one attempt's timeouts, with room for a loaded machine
+    ((ms >= 1900 && ms < 4000)) || fail "gave up after $ms ms, expected about 2 s + 0.4 s"
+    assert_equal "$REAPED_STATUS" 69
+    assert_equal "$(cat "$T/bg.out")" ""
+    local err
+    err=$(cat "$T/bg.err")
+    assert_equal "$(grep -c . <<<"$err")" 1
+    [[ $err == "bufferlock: cannot take the lock: Redis at $R_TCP_URL: "* ]] || fail "stderr: $err"
+    # cut off from the start: the same, through the connect timeout
+    t0=$(now_us)
+    ns_bg -r "$R_TCP_URL" -w 1 --connect-timeout 0.2 --io-timeout 0.2 "$K" echo ran
+    wait_for_exit "$BG_PID" 10 || fail "the waiter hangs"
+    ms=$(elapsed_ms "$t0")
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 69
+    ((ms < 3000)) || fail "gave up after $ms ms, expected about 1 s + 0.2 s"
+}
+
+@test "partition: a partition healed within the lease loses nothing" {
+    ns_redis_as R 6379
+    local rk
+    rk=$(redis_key "$K")
+    # TTL 3, --kill-after 0.5: SIGTERM would come 2.07 s after the last
+    # renewal. The link is down from 0.8 s to 1.5 s: the renewal at 1.0 s
+    # times out and is retried until one gets through.
+    ns_bg -r "$R_TCP_URL" --ttl 3 --on-lost term --kill-after 0.5 --connect-timeout 0.2 --io-timeout 0.2 \
+        --max-step 0.1 "$K" sh -c 'date +%s%N > "$0.start"; sleep 4; redis-cli -s "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.holder"
+               echo "$BUFFERLOCK_TOKEN" > "$0.token"' "$T/c" "$R_SOCK"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    local start
+    start=$(cat "$T/c.start")
+    while (($(date +%s%N) - start < 800000000)); do sleep 0.01; done
+    link down
+    while (($(date +%s%N) - start < 1500000000)); do sleep 0.01; done
+    link up
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/c.holder")" "$(cat "$T/c.token")"
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err != *lost* ]] || fail "stderr: $err"
+    [[ $err == *"retrying while the lock may still be ours"* ]] || fail "the partition was not noticed: $err"
+    assert_equal "$(rcli_to R EXISTS "$rk")" 0
+}
+
+@test "partition: a quorum with one master partitioned keeps the lock" {
+    # Two masters on unix sockets (not cut), the third over TCP in the
+    # namespace: taking the link down partitions that one alone.
+    ns_redis_as Q1 6381
+    ns_redis_as Q2 6382
+    ns_redis_as Q3 6383
+    local rk
+    rk=$(redis_key "$K")
+    ns_bg -r "$Q1_URL" -r "$Q2_URL" -r "$Q3_TCP_URL" --ttl 3 --on-lost term --kill-after 0.5 \
+        --connect-timeout 0.2 --io-timeout 0.2 "$K" sh -c \
+        'echo x > "$0.start"; sleep 4.5; redis-cli -s "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.q1"
+         redis-cli -s "$2" GET "$BUFFERLOCK_REDIS_KEY" > "$0.q2"; echo "$BUFFERLOCK_TOKEN" > "$0.token"' \
+        "$T/c" "$Q1_SOCK" "$Q2_SOCK"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    assert_equal "$(rcli_to Q3 EXISTS "$rk")" 1
+    sleep 0.3
+    link down
+    wait_for_exit "$BG_PID" 20 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    # the command outlived the TTL (3 s) and the majority still held its token
+    assert_equal "$(cat "$T/c.q1")" "$(cat "$T/c.token")"
+    assert_equal "$(cat "$T/c.q2")" "$(cat "$T/c.token")"
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err != *lost* ]] || fail "stderr: $err"
+    # released on the majority; the partitioned one keeps it until its TTL
+    assert_equal "$(rcli_to Q1 EXISTS "$rk")" 0
+    assert_equal "$(rcli_to Q2 EXISTS "$rk")" 0
+    link up
+}

@@ -1,0 +1,100 @@
+// The holder's lease (lock/lease.hpp) and the renewal ticks that act on it
+// (run/command.hpp): SPEC §7.
+#include "lock/lease.hpp"
+#include "run/command.hpp"
+#include "util/clock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <time.h>
+
+#include <vector>
+
+using namespace bufferlock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(Lease, DriftIsOnePercentPlusTwoMilliseconds) {
+  EXPECT_EQ(lease_drift(seconds(10)), milliseconds(102));
+  EXPECT_EQ(lease_drift(seconds(60)), milliseconds(602));
+}
+
+TEST(Lease, KillAfterThatFits) {
+  // TTL - TTL/3 - drift - 2 attempts
+  EXPECT_EQ(lease_max_kill_after(seconds(60), seconds(2)), seconds(60) - seconds(20) - milliseconds(602) - seconds(4));
+  // --ttl 10 with the default timeouts leaves 2.565 s of the default 10
+  EXPECT_EQ(lease_max_kill_after(seconds(10), seconds(2)).count(), 2'564'666'667);
+  // too short for the timeouts: not even 0 fits
+  EXPECT_LT(lease_max_kill_after(milliseconds(600), seconds(2)), Nanos(0));
+  EXPECT_GE(lease_max_kill_after(seconds(3), milliseconds(400)), seconds(1));
+}
+
+TEST(Lease, TimelineEndsBeforeTheServers) {
+  // The partition case: --ttl 3 --kill-after 1, attempts of 0.4 s, last
+  // renewal sent at 1.0 s.
+  Lease lease({seconds(3), milliseconds(400), seconds(1)});
+  lease.confirmed(seconds(1));
+  EXPECT_EQ(lease.renew_at(), seconds(2));
+  EXPECT_EQ(lease.valid_until(), seconds(4) - milliseconds(32));
+  EXPECT_EQ(lease.jeopardy_at(), seconds(4) - milliseconds(32) - seconds(1) - milliseconds(400));
+  EXPECT_EQ(lease.server_expiry(), seconds(4));
+  // SIGTERM at the jeopardy moment, SIGKILL K later: one attempt before
+  // our validity ends, which ends before the server's TTL.
+  const Nanos term = lease.jeopardy_at();
+  EXPECT_EQ(lease.kill_at(term), lease.valid_until() - milliseconds(400));
+  EXPECT_LT(lease.kill_at(term), lease.server_expiry());
+  // the regular renewal has a whole attempt before the jeopardy moment
+  EXPECT_TRUE(lease.may_attempt(lease.renew_at()));
+  // ... and no attempt starts that could still run when it comes
+  EXPECT_FALSE(lease.may_attempt(lease.jeopardy_at() - milliseconds(399)));
+  EXPECT_TRUE(lease.may_attempt(lease.jeopardy_at() - milliseconds(400)));
+}
+
+TEST(Lease, GraceIsMeasuredFromTheSigterm) {
+  // A renewal that took longer than --kill-after (5 s against 1 s) found the
+  // loss: the SIGKILL is due one --kill-after after the SIGTERM it sent,
+  // not after the tick that started the renewal.
+  Lease lease({seconds(60), seconds(2), seconds(1)});
+  lease.confirmed(seconds(0));
+  const Nanos renewal_started = lease.renew_at();
+  const Nanos term_sent = renewal_started + seconds(5);
+  EXPECT_EQ(lease.kill_at(term_sent), term_sent + seconds(1));
+  EXPECT_GT(lease.kill_at(term_sent), renewal_started + seconds(1));
+}
+
+TEST(Lease, ShortTtlWarnsNoEarlierThanTheFirstRenewalCouldAnswer) {
+  // Without --on-lost term a TTL shorter than the timeouts is allowed: its
+  // one warning waits for the first renewal's attempt.
+  Lease lease({milliseconds(600), seconds(2), Nanos(0)});
+  lease.confirmed(seconds(1));
+  EXPECT_EQ(lease.jeopardy_at(), lease.renew_at() + seconds(2));
+}
+
+namespace {
+void sleep_for(Nanos d) {
+  const timespec ts = to_timespec(d);
+  ::nanosleep(&ts, nullptr);
+}
+} // namespace
+
+TEST(RunChild, NextTickIsWhenTheLastOneSaidNotWhenItStarted) {
+  // The first tick plays a renewal that times out after 300 ms and then
+  // sends SIGTERM, asking for the SIGKILL 200 ms after that (--kill-after
+  // 0.2): the second tick must come 200 ms after the first one returned.
+  // (Before, the next tick was counted from when the first had started,
+  // and came at once.)
+  std::vector<Nanos> returned, called;
+  Ticker ticker{monotonic_now() + milliseconds(20), [&](pid_t) {
+                  called.push_back(monotonic_now());
+                  if (called.size() == 1) {
+                    sleep_for(milliseconds(300));
+                    returned.push_back(monotonic_now());
+                    return returned.back() + milliseconds(200);
+                  }
+                  returned.push_back(monotonic_now());
+                  return infinite_duration;
+                }};
+  EXPECT_EQ(run_child({"sleep", "1"}, &ticker), 0);
+  ASSERT_EQ(called.size(), 2u);
+  EXPECT_GE(called[1] - returned[0], milliseconds(200));
+}
