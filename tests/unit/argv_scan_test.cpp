@@ -188,7 +188,8 @@ TEST(ArgvScan, OptionsNotAcceptedHereAreNotFound) {
 // one of its spellings, or finds but reads otherwise than CLI11.
 TEST(ArgvScan, EveryOptionOfTheTableEverySpelling) {
   // Plain redis://: the TLS set-up is prepared once a process, by its first user.
-  const Env redis{{"BUFFERLOCK_REDIS", "redis://127.0.0.1:1"}};
+  Env redis;
+  redis["BUFFERLOCK_REDIS"] = "redis://127.0.0.1:1";
   std::size_t checked = 0;
   for (const Command command : {Command::run, Command::cache}) {
     const Words sub = command == Command::cache ? Words{"cache"} : Words{};
@@ -237,9 +238,11 @@ TEST(ArgvScan, SameParseAsWithEveryOptionDeclared) {
       "-Zn", "-1", "-n1", "-n-dir", "-n-", "-", "", "---x", "--close=yes", "--", "k", "true", "--help",
       "-h", "-V", "--list-messages", "--messages=", "run", "cache", "status", "list", "acquire", "release"};
   // clang-format on
-  const std::vector<Env> envs = {{},
-                                 {{{"BUFFERLOCK_REDIS", "redis://127.0.0.1:1"}}},
-                                 {{{"BUFFERLOCK_WAIT", "3"}, {"BUFFERLOCK_TTL", "5"}}}};
+  Env redis, waits;
+  redis["BUFFERLOCK_REDIS"] = "redis://127.0.0.1:1";
+  waits["BUFFERLOCK_WAIT"] = "3";
+  waits["BUFFERLOCK_TTL"] = "5";
+  const std::vector<Env> envs = {Env{}, redis, waits};
   std::mt19937 random(22); // fixed: the same lines on every run
   for (int i = 0; i < 1500; ++i) {
     Words words;
