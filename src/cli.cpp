@@ -259,6 +259,16 @@ const OptionDecl* decl_named(std::string_view typed) {
   return nullptr;
 }
 
+// The declaration of option `id`.
+const OptionDecl& decl_of(Opt id) {
+  return *std::find_if(option_table.begin(), option_table.end(),
+                       [id](const OptionDecl& d) { return d.id == id; });
+}
+
+// The variable that stands in for option `id`, as the table names it (a
+// string literal, so its data() ends with a NUL).
+const char* env_of(Opt id) { return decl_of(id).env.data(); }
+
 bool declared_for(const OptionDecl& d, Command c) { return d.scope != Scope::cache || c == Command::cache; }
 
 // The table as the pre-scan reads it for `command`: an option it does not
@@ -580,8 +590,8 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
   if (!p.dir && !p.redis_url) {
-    const char* env_dir = env_value(getenv, "BUFFERLOCK_DIR");
-    const char* env_redis = env_value(getenv, "BUFFERLOCK_REDIS");
+    const char* env_dir = env_value(getenv, env_of(Opt::dir));
+    const char* env_redis = env_value(getenv, env_of(Opt::redis));
     if (env_dir && env_redis) usage(Msg::usage_both_backend_env);
     if (env_dir) p.dir = env_dir;
     if (env_redis) {
@@ -631,8 +641,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
       if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }
     check_tls(o.redis, [&](Opt id) -> std::string_view {
-      const OptionDecl& d =
-          *std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
+      const OptionDecl& d = decl_of(id);
       return given(d) ? long_name(d) : d.env;
     });
   } else {
@@ -643,9 +652,9 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
   if (p.wait) {
     o.wait = *p.wait;
-  } else if (const char* env_wait = env_value(getenv, "BUFFERLOCK_WAIT")) {
+  } else if (const char* env_wait = env_value(getenv, env_of(Opt::wait))) {
     auto d = parse_duration(env_wait, AllowInfinite::yes);
-    if (!d) usage(Msg::usage_bad_env, {{"option", "BUFFERLOCK_WAIT"}, {"value", env_wait}});
+    if (!d) usage(Msg::usage_bad_env, {{"option", env_of(Opt::wait)}, {"value", env_wait}});
     o.wait = *d;
   } else if (o.command == Command::cache) {
     o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
@@ -665,9 +674,7 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
 }
 
 bool given(const Parsed& p, Opt id) {
-  const auto* d =
-      std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
-  return p.given[static_cast<std::size_t>(d - option_table.data())];
+  return p.given[static_cast<std::size_t>(&decl_of(id) - option_table.data())];
 }
 
 // --slots (or BUFFERLOCK_SLOTS) and --also: where they apply, and not with
@@ -683,8 +690,8 @@ void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
   if (!o.also.empty() && !also_applies)
     usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
   if (!given(p, Opt::slots) && slots_apply)
-    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS"))
-      o.slots = slots_value("BUFFERLOCK_SLOTS", env);
+    if (const char* env = env_value(getenv, env_of(Opt::slots)))
+      o.slots = slots_value(env_of(Opt::slots), env);
   if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
 }
 
@@ -873,7 +880,7 @@ std::vector<std::string_view> options_declared(int argc, const char* const* argv
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
   Parsed p;
-  const char* env_messages = env_value(getenv, "BUFFERLOCK_MESSAGES");
+  const char* env_messages = env_value(getenv, env_of(Opt::messages));
   messages_file_seen = env_messages ? env_messages : "";
   p.opts.messages_file = messages_file_seen;
   const bool explicit_command = argc > 1 && is_subcommand(argv[1]);
@@ -893,19 +900,18 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   const auto after_key = have_key ? words.begin() + 1 : words.end();
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
-      if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
+      if (const char* d = env_value(getenv, env_of(Opt::cache_dir))) o.cache.dir = d;
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
-    const char* env_store = p.store ? nullptr : env_value(getenv, "BUFFERLOCK_CACHE_STORE");
+    const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
     if (p.store || env_store) {
       const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
       if (store == "redis")
         o.cache.store = CacheStoreKind::redis;
       else if (store != "file")
-        usage(Msg::usage_bad_store,
-              {{"option", p.store ? "--store" : "BUFFERLOCK_CACHE_STORE"}, {"value", store}});
+        usage(Msg::usage_bad_store, {{"option", p.store ? "--store" : env_of(Opt::store)}, {"value", store}});
     }
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
