@@ -12,10 +12,12 @@
 //   applied below, only where the command line said nothing;
 // - every CLI::ParseError becomes one of our messages with exit status 64;
 // - values are checked by our own functions, whose messages name the option.
-// Start-up: CLI11 pays ~20k instructions per declared option, so only the
-// options of the subcommand that argv names are declared (ARCHITECTURE.md).
+// Start-up: CLI11 pays ~15-20k instructions per declared option, so it is
+// given only the options that argv names before KEY, found by a pre-scan
+// (argv_scan.hpp) from this table's names and arities (ARCHITECTURE.md).
 #include "cli.hpp"
 
+#include "argv_scan.hpp"
 #include "cache/depends.hpp"
 #include "help.hpp"
 #include "lock/lease.hpp"
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <span>
 
 namespace bufferlock {
 
@@ -258,7 +261,28 @@ const OptionDecl* decl_named(std::string_view typed) {
   return nullptr;
 }
 
+// The declaration of option `id`.
+const OptionDecl& decl_of(Opt id) {
+  return *std::find_if(option_table.begin(), option_table.end(),
+                       [id](const OptionDecl& d) { return d.id == id; });
+}
+
+// The variable that stands in for option `id`, as the table names it (a
+// string literal, so its data() ends with a NUL).
+const char* env_of(Opt id) { return decl_of(id).env.data(); }
+
 bool declared_for(const OptionDecl& d, Command c) { return d.scope != Scope::cache || c == Command::cache; }
+
+// The table as the pre-scan reads it for `command`: an option it does not
+// accept has no names (CLI11 leaves it unknown, and it is reported as such).
+std::array<ScanOption, option_table.size()> scan_table(Command command) {
+  std::array<ScanOption, option_table.size()> shapes;
+  for (std::size_t i = 0; i < option_table.size(); ++i) {
+    const OptionDecl& d = option_table[i];
+    if (declared_for(d, command)) shapes[i] = {d.names, !d.value_name.empty()};
+  }
+  return shapes;
+}
 
 // A duration option's value; `bad` is the message for one that is not.
 Nanos duration_value(std::string_view option, std::string_view text, AllowInfinite inf = AllowInfinite::no,
@@ -308,8 +332,8 @@ struct Parsed {
   std::string first_redis_option; // for the "not with the file backend" error
   bool no_fork = false;
   std::optional<std::string> store;              // --store as given
-  bool keys_options_typed = false;               // a word starts with --slots or --also
   std::array<bool, option_table.size()> given{}; // on the command line
+  std::array<bool, option_table.size()> named{}; // found by the pre-scan: declared to CLI11
 };
 
 // Applies one option's value (empty for a flag); `typed` names it in messages
@@ -466,25 +490,15 @@ CLI::Option* declare(CLI::App& app, const OptionDecl& decl, Parsed* p) {
   return opt;
 }
 
-// An App for `command` that has (only) the options it accepts; for the help
-// texts (p == nullptr) with their descriptions, groups, defaults and variables.
+// For a parse (p given), an App with the options the pre-scan found in argv
+// (p->named); for the help texts (p == nullptr), one with every option that
+// `command` accepts, with descriptions, groups, defaults and variables.
 void declare_options(CLI::App& app, Command command, Parsed* p) {
   app.set_help_flag();  // -h/--help is ours: a flag like the others
   app.prefix_command(); // KEY and the words after it come back verbatim
   if (p) {
-    // CLI11 checks each new name against every option of its App (quadratic):
-    // the parser spreads the options over option groups by scope, which it
-    // searches like its own. Made after set_help_flag(), so they inherit none.
-    CLI::App* redis = app.add_option_group("redis");
-    CLI::App* cache = command == Command::cache ? app.add_option_group("cache") : nullptr;
-    for (const auto& decl : option_table) {
-      if (!declared_for(decl, command)) continue;
-      if (decl.group == g_keys && !p->keys_options_typed) continue;
-      // The slot and key options ride in the redis group: one group fewer to build.
-      const bool grouped = decl.scope == Scope::redis || decl.scope == Scope::tls || decl.group == g_keys;
-      CLI::App& owner = !grouped ? app : decl.scope == Scope::cache ? *cache : *redis;
-      declare(owner, decl, p);
-    }
+    for (std::size_t i = 0; i < option_table.size(); ++i)
+      if (p->named[i]) declare(app, option_table[i], p);
     return;
   }
   for (const auto& decl : option_table) {
@@ -575,9 +589,7 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
 }
 
 bool given(const Parsed& p, Opt id) {
-  const auto* d =
-      std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
-  return p.given[static_cast<std::size_t>(d - option_table.data())];
+  return p.given[static_cast<std::size_t>(&decl_of(id) - option_table.data())];
 }
 
 // --on-lost term stops the command before its lease ends (SPEC §7,
@@ -614,8 +626,8 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
   if (!p.dir && !p.redis_url) {
-    const char* env_dir = env_value(getenv, "BUFFERLOCK_DIR");
-    const char* env_redis = env_value(getenv, "BUFFERLOCK_REDIS");
+    const char* env_dir = env_value(getenv, env_of(Opt::dir));
+    const char* env_redis = env_value(getenv, env_of(Opt::redis));
     if (env_dir && env_redis) usage(Msg::usage_both_backend_env);
     if (env_dir) p.dir = env_dir;
     if (env_redis) {
@@ -665,8 +677,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
       if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
     }
     const auto typed_name = [&](Opt id) -> std::string_view {
-      const OptionDecl& d =
-          *std::find_if(option_table.begin(), option_table.end(), [id](auto& x) { return x.id == id; });
+      const OptionDecl& d = decl_of(id);
       return given(d) ? long_name(d) : d.env;
     };
     check_tls(o.redis, typed_name);
@@ -679,9 +690,9 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
   if (p.wait) {
     o.wait = *p.wait;
-  } else if (const char* env_wait = env_value(getenv, "BUFFERLOCK_WAIT")) {
+  } else if (const char* env_wait = env_value(getenv, env_of(Opt::wait))) {
     auto d = parse_duration(env_wait, AllowInfinite::yes);
-    if (!d) usage(Msg::usage_bad_env, {{"option", "BUFFERLOCK_WAIT"}, {"value", env_wait}});
+    if (!d) usage(Msg::usage_bad_env, {{"option", env_of(Opt::wait)}, {"value", env_wait}});
     o.wait = *d;
   } else if (o.command == Command::cache) {
     o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
@@ -714,8 +725,8 @@ void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
   o.slots_given = given(p, Opt::slots);
   if (!o.slots_given && slots_apply)
-    if (const char* env = env_value(getenv, "BUFFERLOCK_SLOTS")) {
-      o.slots = slots_value("BUFFERLOCK_SLOTS", env);
+    if (const char* env = env_value(getenv, env_of(Opt::slots))) {
+      o.slots = slots_value(env_of(Opt::slots), env);
       o.slots_given = true;
     }
   if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
@@ -744,13 +755,16 @@ void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
 // Runs CLI11 over argv[first..] for `command`; fills p from the options and
 // returns the words from KEY on (and whether a "--" came before KEY).
 std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* argv, int first,
-                                       bool& dashdash_before_key) {
-  // --slots and --also cost CLI11 ~13k instructions each to declare, on every
-  // run: they are declared only when some word could be one of them (long
-  // options are never abbreviated, so nothing else can name them).
-  for (int i = first; i < argc && !p.keys_options_typed; ++i) {
-    const std::string_view w = argv[i];
-    p.keys_options_typed = w.starts_with("--slots") || w.starts_with("--also");
+                                       Declare declare, bool& dashdash_before_key) {
+  // CLI11 pays ~15-20k instructions per declared option: it is given only
+  // those that argv names (or, for tests, all that the subcommand accepts).
+  const std::array<ScanOption, option_table.size()> shapes = scan_table(p.opts.command);
+  if (declare == Declare::named) {
+    const std::span<const char* const> words(argv + first, static_cast<std::size_t>(argc - first));
+    scan_options(shapes, words, p.named);
+  } else {
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      p.named[i] = !shapes[i].names.empty();
   }
   CLI::App app;
   declare_options(app, p.opts.command, &p);
@@ -863,6 +877,18 @@ bool is_subcommand(std::string_view word) {
   return std::find(subcommands.begin(), subcommands.end(), word) != subcommands.end();
 }
 
+namespace {
+
+// The subcommand argv[1] names; run when it names none.
+Command subcommand_of(int argc, const char* const* argv) {
+  if (argc < 2) return Command::run;
+  // `subcommands` lists them in the order of Command.
+  const auto* it = std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1]));
+  return it == subcommands.end() ? Command::run : static_cast<Command>(it - subcommands.begin());
+}
+
+} // namespace
+
 std::string help_text(Command topic) {
   topic = topic == Command::cache ? Command::cache : Command::run;
   CLI::App app;
@@ -871,22 +897,34 @@ std::string help_text(Command topic) {
   return HelpFormatter(topic).make_help(&app, "", CLI::AppFormatMode::Normal);
 }
 
-Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv) {
+std::vector<ScanOption> accepted_options(Command command) {
+  std::vector<ScanOption> out;
+  for (const ScanOption& s : scan_table(command))
+    if (!s.names.empty()) out.push_back(s);
+  return out;
+}
+
+std::vector<std::string_view> options_declared(int argc, const char* const* argv) {
+  const Command command = subcommand_of(argc, argv);
+  const int first = argc > 1 && is_subcommand(argv[1]) ? 2 : 1;
+  std::array<bool, option_table.size()> named{};
+  scan_options(scan_table(command), std::span(argv + first, static_cast<std::size_t>(argc - first)), named);
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < named.size(); ++i)
+    if (named[i]) out.push_back(option_table[i].names);
+  return out;
+}
+
+Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
   Parsed p;
-  const char* env_messages = env_value(getenv, "BUFFERLOCK_MESSAGES");
+  const char* env_messages = env_value(getenv, env_of(Opt::messages));
   messages_file_seen = env_messages ? env_messages : "";
   p.opts.messages_file = messages_file_seen;
-  int first = 1;
-  bool explicit_command = false;
-  if (argc > 1 && is_subcommand(argv[1])) {
-    // `subcommands` lists them in the order of Command.
-    const auto* it = std::find(subcommands.begin(), subcommands.end(), std::string_view(argv[1]));
-    p.opts.command = static_cast<Command>(it - subcommands.begin());
-    explicit_command = true;
-    first = 2;
-  }
+  const bool explicit_command = argc > 1 && is_subcommand(argv[1]);
+  const int first = explicit_command ? 2 : 1;
+  p.opts.command = subcommand_of(argc, argv);
   bool dashdash = false;
-  const std::vector<std::string> words = parse_options(p, argc, argv, first, dashdash);
+  const std::vector<std::string> words = parse_options(p, argc, argv, first, declare, dashdash);
   Options& o = p.opts;
   if (o.command == Command::help || o.command == Command::version || o.command == Command::list_messages)
     return o;
@@ -899,19 +937,18 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   const auto after_key = have_key ? words.begin() + 1 : words.end();
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
-      if (const char* d = env_value(getenv, "BUFFERLOCK_CACHE_DIR")) o.cache.dir = d;
+      if (const char* d = env_value(getenv, env_of(Opt::cache_dir))) o.cache.dir = d;
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
-    const char* env_store = p.store ? nullptr : env_value(getenv, "BUFFERLOCK_CACHE_STORE");
+    const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
     if (p.store || env_store) {
       const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
       if (store == "redis")
         o.cache.store = CacheStoreKind::redis;
       else if (store != "file")
-        usage(Msg::usage_bad_store,
-              {{"option", p.store ? "--store" : "BUFFERLOCK_CACHE_STORE"}, {"value", store}});
+        usage(Msg::usage_bad_store, {{"option", p.store ? "--store" : env_of(Opt::store)}, {"value", store}});
     }
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});

@@ -2,6 +2,7 @@
 // here touches a lock.
 #pragma once
 
+#include "argv_scan.hpp"
 #include "messages.hpp"
 #include "redis/tls.hpp"
 #include "redis/url.hpp"
@@ -39,6 +40,8 @@ struct RedisSettings {
   // --redis given N > 1 times: N independent masters, each URL with its
   // password (SPEC §13); `url` is the first of them.
   std::vector<RedisUrl> quorum;
+
+  bool operator==(const RedisSettings&) const = default;
 };
 
 struct CacheSettings {
@@ -55,6 +58,8 @@ struct CacheSettings {
   std::vector<std::string> depends;            // --depends PATH...
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
+
+  bool operator==(const CacheSettings&) const = default;
 };
 
 struct Options {
@@ -78,6 +83,8 @@ struct Options {
   std::string token;                 // release / extend
   std::string messages_file;         // --messages (else BUFFERLOCK_MESSAGES)
   Command help_topic = Command::run; // the subcommand whose --help was asked
+
+  bool operator==(const Options&) const = default;
 };
 
 // A bad command line or environment: printed as one line, exit status 64.
@@ -96,9 +103,22 @@ public:
 // Looks up an environment variable; nullptr when unset.
 using EnvLookup = std::function<const char*(const char*)>;
 
+// Which options CLI11 is given for a parse: those that argv names before KEY
+// (found by the pre-scan), or every one the subcommand accepts (tests compare).
+enum class Declare { named, every };
+
 // Parses argv (argv[0] is the program) and the environment variables the
 // chosen backend reads. Throws UsageError with the message text.
-Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv);
+Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv,
+                           Declare declare = Declare::named);
+
+// For tests of the pre-scan: every option `command` accepts, by CLI11's
+// names ("-w,--wait,--timeout") and whether it takes a value.
+std::vector<ScanOption> accepted_options(Command command);
+
+// For tests of the pre-scan: the options (by CLI11's names) that a parse of
+// argv declares to CLI11.
+std::vector<std::string_view> options_declared(int argc, const char* const* argv);
 
 // The --help text of `topic` (cache, or run for every other), made from the
 // same option declarations as the parser.

@@ -18,6 +18,8 @@ struct TlsFiles {
   std::string ca;
   std::string cert;
   std::string key;
+
+  bool operator==(const TlsFiles&) const = default;
 };
 
 // A failure of the local TLS set-up: a file that cannot be read or parsed

@@ -31,6 +31,8 @@ struct RedisUrl {
   std::string user;                    // empty: the default user
   std::optional<std::string> password; // from the URL, percent-decoded
 
+  bool operator==(const RedisUrl&) const = default;
+
   // The server as messages name it, never with the password: "redis://127.0.0.1:6379/0",
   // "unix:///run/redis.sock?db=2", "redis://user@host:6379/0".
   std::string display() const;
