@@ -47,6 +47,13 @@ private:
     error_ = SysError{path, errno_text(err)};
     return false;
   }
+  // The same for `name` in the directory `parent` (the path is made only then).
+  bool fail(const std::string& parent, std::string_view name, int err) {
+    std::string path = parent;
+    path += '/';
+    path += name;
+    return fail(path, err);
+  }
 
   // One --depends PATH, appended to `out`.
   bool top(const std::string& path, std::string& out) {
@@ -60,7 +67,7 @@ private:
     }
     if (S_ISREG(st.st_mode)) {
       Digest128 d;
-      if (!file(AT_FDCWD, path, path, st, d)) return false;
+      if (!file(AT_FDCWD, path.c_str(), "", path, st, d)) return false;
       out += 'F';
       put_digest(out, d);
     } else if (S_ISDIR(st.st_mode)) {
@@ -76,26 +83,30 @@ private:
     return true;
   }
 
-  // The content digest of the regular file `name` in `dir` (shown as `path`)
-  // that stat showed as `st`: from the stat cache, or read whole.
-  bool file(int dir, const char* name, const std::string& path, const struct stat& st, Digest128& out) {
+  // The content digest of the regular file `name` in `dir` (shown as
+  // `parent`/`name`, or `name` alone when `parent` is empty) that stat showed
+  // as `st`: from the stat cache, or read whole.
+  bool file(int dir, const char* name, const std::string& parent, const std::string& shown,
+            const struct stat& st, Digest128& out) {
+    const auto failed = [&](int err) { return parent.empty() ? fail(shown, err) : fail(parent, shown, err); };
     if (auto d = stats_.find(st)) {
       out = *d;
       return true;
     }
     const std::int64_t began = wall_clock_ns();
-    UniqueFd fd(::openat(dir, name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (dir == AT_FDCWD ? 0 : O_NOFOLLOW)));
-    if (!fd) return fail(path, errno);
+    UniqueFd fd(::openat(dir, name,
+                         O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (dir == AT_FDCWD ? 0 : O_NOFOLLOW)));
+    if (!fd) return failed(errno);
     struct stat first {};
-    if (::fstat(fd.get(), &first) != 0) return fail(path, errno);
-    if (!S_ISREG(first.st_mode)) return fail(path, EINVAL); // replaced meanwhile
+    if (::fstat(fd.get(), &first) != 0) return failed(errno);
+    if (!S_ISREG(first.st_mode)) return failed(EINVAL); // replaced meanwhile
     ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
     if (buf_.empty()) buf_.resize(read_size);
     Checksum128 h;
     for (;;) {
       const ssize_t n = ::read(fd.get(), buf_.data(), buf_.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(path, errno);
+      if (n < 0) return failed(errno);
       if (n == 0) break;
       h.update(buf_.data(), static_cast<std::size_t>(n));
     }
@@ -105,9 +116,7 @@ private:
     if (::fstat(fd.get(), &last) == 0 && same_file(first, last)) stats_.remember(last, began, out);
     return true;
   }
-  bool file(int dir, const std::string& name, const std::string& path, const struct stat& st, Digest128& out) {
-    return file(dir, name.c_str(), path, st, out);
-  }
+
 
   // A directory's digest: its entries in byte order of their names.
   bool directory(const UniqueFd& fd, const std::string& path, int depth, Digest128& out) {
@@ -133,28 +142,30 @@ private:
 
     std::string list;
     for (const auto& name : names) {
-      const std::string sub = path + "/" + name;
       struct stat st {};
       if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue; // removed while we looked: not there
-        return fail(sub, errno);
+        return fail(path, name, errno);
       }
       put_le<std::uint32_t>(list, static_cast<std::uint32_t>(name.size()));
       list += name;
       if (S_ISREG(st.st_mode)) {
         Digest128 dd;
-        if (!file(fd.get(), name, sub, st, dd)) return false;
+        if (!file(fd.get(), name.c_str(), path, name, st, dd)) return false;
         list += 'f';
         list += (st.st_mode & S_IXUSR) ? 'x' : '-';
         put_digest(list, dd);
       } else if (S_ISLNK(st.st_mode)) {
         char target[PATH_MAX];
         const ssize_t n = ::readlinkat(fd.get(), name.c_str(), target, sizeof target);
-        if (n < 0) return fail(sub, errno);
+        if (n < 0) return fail(path, name, errno);
         list += 'l';
         put_le<std::uint32_t>(list, static_cast<std::uint32_t>(n));
         list.append(target, static_cast<std::size_t>(n));
       } else if (S_ISDIR(st.st_mode)) {
+        std::string sub = path;
+        sub += '/';
+        sub += name;
         UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!subfd) return fail(sub, errno);
         Digest128 dd;

@@ -141,9 +141,10 @@ bool StatCache::save() {
   added_.clear();
   all.insert(all.end(), records_.begin(), records_.end());
   std::stable_sort(all.begin(), all.end(), before);
-  all.erase(std::unique(all.begin(), all.end(),
-                        [](const StatRecord& a, const StatRecord& b) { return a.dev == b.dev && a.ino == b.ino; }),
-            all.end());
+  all.erase(
+      std::unique(all.begin(), all.end(),
+                  [](const StatRecord& a, const StatRecord& b) { return a.dev == b.dev && a.ino == b.ino; }),
+      all.end());
   if (all.size() > stat_cache_max_records) {
     std::nth_element(all.begin(), all.begin() + stat_cache_max_records, all.end(),
                      [](const StatRecord& a, const StatRecord& b) { return a.recorded_ns > b.recorded_ns; });
