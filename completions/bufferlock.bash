@@ -47,7 +47,7 @@ _bufferlock_options()
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
                 --depends --keep-stderr --force --store --max-entry --list
-                --drop --gc $backend $wait $busy --error-exit --fail-open
+                --drop --gc --max-size $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;
         status)
