@@ -68,7 +68,8 @@ TEST_F(InputsTest, AFileCountsByItsBytesNotItsNameOrTimes) {
 }
 
 TEST_F(InputsTest, ADirectoryCountsByNamesTypesModesContentsAndLinks) {
-  sh("mkdir -p t/sub && printf x >t/f && printf y >t/sub/g && ln -s f t/l && cp -a t u && touch -d 2001-01-01 u/f");
+  sh("mkdir -p t/sub && printf x >t/f && printf y >t/sub/g && ln -s f t/l && cp -a t u && touch -d "
+     "2001-01-01 u/f");
   const Digest128 t = digest({"t"});
   EXPECT_EQ(digest({"u"}), t); // a copy, other times and inodes
   sh("mv u/f u/f2");
