@@ -6,6 +6,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,12 +20,54 @@ namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t read_size = 256 * 1024; // larger than cat's 128 KiB: hashing keeps up
+constexpr std::size_t read_size = 128 * 1024;      // when a file cannot be mapped
+constexpr std::uint64_t map_window = 4 * 1024 * 1024; // at most this much mapped at once
 constexpr int max_depth = 256;
 
 void put_digest(std::string& out, const Digest128& d) {
   put_le<std::uint64_t>(out, d.high);
   put_le<std::uint64_t>(out, d.low);
+}
+
+// Where SIGBUS returns to while a mapped file is hashed (a file truncated by
+// someone else meanwhile faults on the pages it lost).
+thread_local sigjmp_buf* bus_return = nullptr;
+
+void on_sigbus(int) { siglongjmp(*bus_return, 1); }
+
+// Hashes the `size` bytes of `fd` through a moving read-only mapping: no
+// copy into a buffer, which is what keeps hashing at the speed of cat(1).
+// False when the file cannot be mapped, or shrank while it was hashed.
+bool hash_mapped(int fd, std::uint64_t size, Checksum128& h) {
+  struct sigaction bus {}, old{};
+  bus.sa_handler = on_sigbus;
+  sigemptyset(&bus.sa_mask);
+  if (::sigaction(SIGBUS, &bus, &old) != 0) return false;
+  sigjmp_buf here;
+  void* volatile map = MAP_FAILED;
+  volatile std::uint64_t mapped = 0;
+  bool whole = false;
+  if (sigsetjmp(here, 1) == 0) {
+    bus_return = &here;
+    std::uint64_t at = 0;
+    while (at < size) {
+      mapped = std::min<std::uint64_t>(size - at, map_window);
+      map = ::mmap(nullptr, mapped, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(at));
+      if (map == MAP_FAILED) break;
+      ::madvise(map, mapped, MADV_SEQUENTIAL);
+      h.update(map, mapped);
+      ::munmap(map, mapped);
+      map = MAP_FAILED;
+      at += mapped;
+    }
+    whole = at >= size;
+  }
+  if (map != MAP_FAILED) ::munmap(map, mapped); // left by SIGBUS
+  bus_return = nullptr;
+  ::sigaction(SIGBUS, &old, nullptr);
+  // A file that grew is hashed only up to its old size: the caller's
+  // second fstat sees the change and keeps no record of it.
+  return whole;
 }
 
 bool same_file(const struct stat& a, const struct stat& b) {
@@ -100,15 +145,20 @@ private:
     struct stat first {};
     if (::fstat(fd.get(), &first) != 0) return failed(errno);
     if (!S_ISREG(first.st_mode)) return failed(EINVAL); // replaced meanwhile
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-    if (buf_.empty()) buf_.resize(read_size);
     Checksum128 h;
-    for (;;) {
-      const ssize_t n = ::read(fd.get(), buf_.data(), buf_.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return failed(errno);
-      if (n == 0) break;
-      h.update(buf_.data(), static_cast<std::size_t>(n));
+    if (!hash_mapped(fd.get(), static_cast<std::uint64_t>(first.st_size), h)) {
+      // Not mappable (or changed size meanwhile): read it, from the start.
+      ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      if (buf_.empty()) buf_.resize(read_size);
+      h = Checksum128();
+      for (off_t at = 0;;) {
+        const ssize_t n = ::pread(fd.get(), buf_.data(), buf_.size(), at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return failed(errno);
+        if (n == 0) break;
+        h.update(buf_.data(), static_cast<std::size_t>(n));
+        at += n;
+      }
     }
     out = h.digest();
     struct stat last {};

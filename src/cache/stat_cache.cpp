@@ -60,30 +60,40 @@ bool record_trusted(const StatRecord& r) {
   return limit < r.recorded_ns;
 }
 
-std::vector<StatRecord> decode_stat_cache(std::string_view bytes) {
-  std::vector<StatRecord> out;
+// Whether `bytes` has the shape of a stat cache file (records not checked).
+bool well_formed(std::string_view bytes) {
   if (bytes.size() < stat_cache_header || bytes.substr(0, stat_cache_magic.size()) != stat_cache_magic ||
       get_le<std::uint32_t>(bytes, 8) != stat_cache_version)
-    return out;
+    return false;
   const std::uint64_t count = get_le<std::uint32_t>(bytes, 12);
-  if (count > stat_cache_max_records || bytes.size() != stat_cache_header + count * stat_record_size)
-    return out;
-  out.reserve(count);
+  return count <= stat_cache_max_records && bytes.size() == stat_cache_header + count * stat_record_size;
+}
+
+// The record `rec` (stat_record_size bytes), when its checksum matches.
+std::optional<StatRecord> decode_record(std::string_view rec) {
+  if (checksum(rec.substr(0, 64)) != get_le<std::uint64_t>(rec, 64)) return std::nullopt;
+  StatRecord r;
+  r.dev = get_le<std::uint64_t>(rec, 0);
+  r.ino = get_le<std::uint64_t>(rec, 8);
+  r.size = get_le<std::uint64_t>(rec, 16);
+  r.mtime_ns = get_le<std::int64_t>(rec, 24);
+  r.ctime_ns = get_le<std::int64_t>(rec, 32);
+  r.recorded_ns = get_le<std::int64_t>(rec, 40);
+  r.digest = {get_le<std::uint64_t>(rec, 48), get_le<std::uint64_t>(rec, 56)};
+  return r;
+}
+
+std::vector<StatRecord> decode_stat_cache(std::string_view bytes) {
+  std::vector<StatRecord> out;
+  if (!well_formed(bytes)) return out;
+  out.reserve((bytes.size() - stat_cache_header) / stat_record_size);
   for (std::size_t at = stat_cache_header; at < bytes.size(); at += stat_record_size) {
-    const std::string_view rec = bytes.substr(at, stat_record_size);
-    if (checksum(rec.substr(0, 64)) != get_le<std::uint64_t>(rec, 64)) continue;
-    StatRecord r;
-    r.dev = get_le<std::uint64_t>(rec, 0);
-    r.ino = get_le<std::uint64_t>(rec, 8);
-    r.size = get_le<std::uint64_t>(rec, 16);
-    r.mtime_ns = get_le<std::int64_t>(rec, 24);
-    r.ctime_ns = get_le<std::int64_t>(rec, 32);
-    r.recorded_ns = get_le<std::int64_t>(rec, 40);
-    r.digest = {get_le<std::uint64_t>(rec, 48), get_le<std::uint64_t>(rec, 56)};
+    const auto r = decode_record(bytes.substr(at, stat_record_size));
+    if (!r) continue;
     // Out of order (or a duplicate): the binary search could not find it,
     // and nothing we wrote looks so.
-    if (!out.empty() && !before(out.back(), r)) return {};
-    if (record_trusted(r)) out.push_back(r);
+    if (!out.empty() && !before(out.back(), *r)) return {};
+    if (record_trusted(*r)) out.push_back(*r);
   }
   return out;
 }
@@ -111,18 +121,34 @@ void StatCache::load() {
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size > max_file) return;
   std::string bytes(size, '\0');
-  if (!pread_all(fd.get(), bytes.data(), size, 0)) return;
-  records_ = decode_stat_cache(bytes);
+  if (!pread_all(fd.get(), bytes.data(), size, 0) || !well_formed(bytes)) return;
+  raw_ = std::move(bytes);
 }
 
 std::optional<Digest128> StatCache::find(const struct stat& st) {
   if (!loaded_) load();
+  // A binary search on the file's bytes: a hit decodes and checks one
+  // record, not all of them (the file holds every input the user hashed).
   const StatRecord want = stat_record(st);
-  const auto it = std::lower_bound(records_.begin(), records_.end(), want, before);
-  if (it == records_.end() || it->dev != want.dev || it->ino != want.ino) return std::nullopt;
-  if (it->size != want.size || it->mtime_ns != want.mtime_ns || it->ctime_ns != want.ctime_ns)
-    return std::nullopt;
-  return it->digest;
+  const std::string_view all(raw_);
+  std::size_t lo = 0, hi = all.empty() ? 0 : (all.size() - stat_cache_header) / stat_record_size;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    const std::size_t at = stat_cache_header + mid * stat_record_size;
+    const StatRecord key{get_le<std::uint64_t>(all, at), get_le<std::uint64_t>(all, at + 8), 0, 0, 0, 0, {}};
+    if (before(key, want)) {
+      lo = mid + 1;
+    } else if (before(want, key)) {
+      hi = mid;
+    } else {
+      const auto r = decode_record(all.substr(at, stat_record_size));
+      if (!r || !record_trusted(*r) || r->size != want.size || r->mtime_ns != want.mtime_ns ||
+          r->ctime_ns != want.ctime_ns)
+        return std::nullopt;
+      return r->digest;
+    }
+  }
+  return std::nullopt;
 }
 
 void StatCache::remember(const struct stat& st, std::int64_t began_ns, const Digest128& digest) {
@@ -139,7 +165,8 @@ bool StatCache::save() {
   // Newest record wins for a (dev, ino); past the cap, the oldest go.
   std::vector<StatRecord> all = std::move(added_);
   added_.clear();
-  all.insert(all.end(), records_.begin(), records_.end());
+  const std::vector<StatRecord> old = decode_stat_cache(raw_);
+  all.insert(all.end(), old.begin(), old.end());
   std::stable_sort(all.begin(), all.end(), before);
   all.erase(
       std::unique(all.begin(), all.end(),
@@ -151,8 +178,8 @@ bool StatCache::save() {
     all.resize(stat_cache_max_records);
     std::sort(all.begin(), all.end(), before);
   }
-  records_ = all;
-  const std::string bytes = encode_stat_cache(all);
+  raw_ = encode_stat_cache(all);
+  const std::string& bytes = raw_;
   // Named like a build's temporary file, and locked the same way, so that
   // --gc removes it when its writer died before the rename.
   const std::string temp = dir_ + "/.tmp-stat-cache-" + std::to_string(::getpid()) + "-" +

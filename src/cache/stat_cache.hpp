@@ -93,7 +93,7 @@ private:
   std::string dir_;
   std::string path_;
   bool loaded_ = false;
-  std::vector<StatRecord> records_; // sorted by (dev, ino)
+  std::string raw_; // the file's bytes, when well formed; records sorted by (dev, ino)
   std::vector<StatRecord> added_;
 };
 
