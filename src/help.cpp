@@ -38,7 +38,7 @@ Examples:
   bufferlock cache --depends package-lock.json deps -- ./resolve-deps.sh
   # CI runners that share a Redis but no disk: one build per input state, every
   # runner served (by content: fresh clones and other branches' entries hit)
-  bufferlock cache --store redis -r redis://ci-redis:6379/0 --max-age 7d \
+  bufferlock cache --store redis -r redis://ci-redis:6379/0 --max-age 24h \
       --depends Cargo.lock --depends src --keep-stderr build -- ./build.sh
   # cron keeps a report warm; callers never wait for it
   */5 * * * * bufferlock cache --force --max-age 10m report -- ./report.sh
