@@ -20,7 +20,8 @@ _bufferlock_takes_value()
             --conflict-exit-code | --error-exit | -c | --command | --messages | \
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
             --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
-            --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also)
+            --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also | \
+            --depends | --store | --max-entry | --max-size)
             return 0
             ;;
     esac
@@ -155,7 +156,7 @@ _bufferlock()
             _filedir -d
             return
             ;;
-        --messages | --tls-ca | --tls-cert | --tls-key)
+        --messages | --tls-ca | --tls-cert | --tls-key | --depends)
             _filedir
             return
             ;;
