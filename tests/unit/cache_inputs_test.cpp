@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 using namespace bufferlock;
 
@@ -180,4 +181,27 @@ TEST_F(InputsTest, AStatCacheFileOthersCouldWriteIsIgnored) {
   }
   StatCache stats(dir_ + "/cache");
   EXPECT_FALSE(stats.find(st));
+}
+
+// A file truncated while it is hashed through its mapping must not kill us
+// (SIGBUS on the lost pages): the hash falls back to reading, or fails.
+TEST_F(InputsTest, AFileTruncatedWhileHashedIsNoCrash) {
+  const std::string f = dir_ + "/shrinking";
+  const std::string block(1 << 20, 'x');
+  for (int round = 0; round < 5; ++round) {
+    {
+      std::ofstream out(f, std::ios::binary | std::ios::trunc);
+      for (int i = 0; i < 64; ++i)
+        out << block;
+    }
+    std::thread cut([&] {
+      ::usleep(static_cast<useconds_t>(200 * round));
+      ::truncate(f.c_str(), 0);
+    });
+    StatCache stats(dir_ + "/cache");
+    auto d = inputs_digest({f}, stats);
+    cut.join();
+    EXPECT_TRUE(std::holds_alternative<Digest128>(d) || std::holds_alternative<SysError>(d));
+    EXPECT_FALSE(stats.dirty()); // changed under the read (or racy): no record
+  }
 }
