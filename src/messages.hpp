@@ -104,6 +104,7 @@ namespace bufferlock {
     "the rebuild of '%{key}' failed with status %{status}; serving its newest entry, "                       \
     "built from other inputs")                                                                               \
   X(cache_inputs_unreadable, "cannot read %{path}, a dependency of '%{key}': %{error}")                      \
+  X(cache_inputs_changed, "output of '%{key}' not stored: its dependencies changed during the build")       \
   X(cache_redis_entry_corrupt, "ignoring the cache entry of '%{key}' (%{server}): %{error}; rebuilding it")  \
   X(cache_redis_read_failed, "cannot read the cache entry of '%{key}' (%{server}): %{error}; rebuilding it") \
   X(cache_redis_store_failed, "output of '%{key}' not stored: Redis at %{server}: %{error}")                 \

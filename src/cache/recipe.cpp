@@ -46,6 +46,8 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
 
 // The digest of --depends (nullopt without), through the stat cache of the
 // cache directory, which is written back when it learnt something.
+std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
+
 std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files) {
   if (o.cache.depends.empty()) return Inputs();
   StatCache stats(files.dir());
@@ -53,6 +55,14 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   if (stats.dirty() && !files.prepare()) stats.save(); // failing costs only a re-read next time
   return Inputs(std::get<Digest128>(d));
+}
+
+// Whether the inputs differ now from `before` (or cannot be read now).
+bool inputs_changed(const Options& o, const Digest128& before) {
+  const CacheStore files(cache_dir_of(o));
+  const auto now = compute_inputs(o, files);
+  const auto* d = std::get_if<Inputs>(&now);
+  return !d || *d != before;
 }
 
 // The options the build lock is taken with: one lock per KEY and inputs, so
@@ -83,8 +93,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   bool too_large = false; // --max-entry: not stored, one warning of its own
   if (!unusable) {
     const KeepStderr keep = o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no;
-    // Stamped before the build: a dependency changed while it runs makes the
-    // entry out of date at once.
+    // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), keep);
     if (auto* e = std::get_if<SysError>(&created))
       store_error = *e;
@@ -116,6 +125,12 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
 
   const std::string key = display_key(o.key);
   if (status == 0) {
+    if (writer && inputs && inputs_changed(o, *inputs)) {
+      // The output may come from the new inputs: filed under the old ones it
+      // would serve the wrong state. Not stored; the next caller builds.
+      diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
+      writer.reset();
+    }
     if (writer) {
       if (auto e = writer->publish()) {
         store_error = e;
@@ -263,7 +278,7 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  const CacheStore files(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
+  const CacheStore files(cache_dir_of(o));
   std::optional<RedisStore> redis;
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;

@@ -287,6 +287,16 @@ age_inputs() {
     assert_file_not_exists "$T/elsewhere"
 }
 
+@test "a build that changes its own dependency stores nothing (one warning); the next caller builds" {
+    run --separate-stderr blc --depends "$DEP" "$K" sh -c "printf 'v2\\n' >'$DEP'; $COUNTED"
+    assert_success
+    assert_one_bufferlock_line "not stored" "changed during the build"
+    assert_equal "$(find "$C" -maxdepth 1 -name '*.entry' | wc -l)" 0
+    build_with
+    build_with
+    assert_runs 2
+}
+
 @test "bad --depends values are usage errors" {
     run --separate-stderr blc --depends '' "$K" true
     assert_usage_error "--depends" "empty path"
