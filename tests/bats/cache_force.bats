@@ -63,7 +63,7 @@ teardown() { cache_teardown; }
     sleep 0.05
     blc $'two\nlines' printf '' >/dev/null
     sleep 0.05
-    blc --keep-stderr --depends "$T" third sh -c 'printf ab; echo e >&2' >/dev/null 2>&1
+    blc --keep-stderr --depends "$COUNTED" third sh -c 'printf ab; echo e >&2' >/dev/null 2>&1
     : >"$C/ffffffffffffffffffffffffffffffff.entry" # not an entry: not listed
     run --separate-stderr blc --list
     assert_success
