@@ -13,10 +13,6 @@
 #     100 MiB file and on a 2,000-file directory, vs a plain hit; cold (no
 #     usable stat cache, as in a fresh checkout): hashing the same inputs vs
 #     cat(1) reading them to /dev/null
-# (d) --depends by content: a hit with a warm stat cache, --depends on a
-#     100 MiB file and on a 2,000-file directory, vs a plain hit; cold (no
-#     usable stat cache, as in a fresh checkout): hashing the same inputs vs
-#     cat(1) reading them to /dev/null
 # (b) 100 concurrent callers of a missing key whose build takes 1 s: wall time
 #     from the first start to the last exit, and the number of builds
 # (c) --store redis on a private loopback redis-server: a hit of 4 KiB vs
