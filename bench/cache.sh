@@ -8,7 +8,11 @@
 #     built) vs `cat FILE` of the same size, 4 KiB and 100 MiB payloads, output
 #     to /dev/null and to a pipe the driver drains; bare /bin/true as the
 #     reference; peak RSS (ru_maxrss)
-#     a hit of an entry with 3 --depends paths (one stat each) vs a plain hit
+#     a hit of an entry with 3 --depends paths (empty files) vs a plain hit
+# (d) --depends by content: a hit with a warm stat cache, --depends on a
+#     100 MiB file and on a 2,000-file directory, vs a plain hit; cold (no
+#     usable stat cache, as in a fresh checkout): hashing the same inputs vs
+#     cat(1) reading them to /dev/null
 # (b) 100 concurrent callers of a missing key whose build takes 1 s: wall time
 #     from the first start to the last exit, and the number of builds
 # (c) --store redis on a private loopback redis-server: a hit of 4 KiB vs
@@ -109,6 +113,11 @@ cmd_a() {
         base) CMD=("$BASELINE" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         rhit) CMD=("$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$size" -- /bin/false) ;;
         rget) CMD=("$RCLI" -p "$PORT" --raw GET "$(rkey "k.$size")") ;;
+        # (d): size is the input (large: the 100 MiB file, tree: the directory)
+        dplain) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
+        dwarm) CMD=("$BL" cache --cache-dir "$D" --depends "$(dep_path "$size")" "k.d$size" -- /bin/false) ;;
+        dcold) CMD=("$BL" cache --cache-dir "$DC" --depends "$(dep_path "$size")" "k.d$size" -- /bin/false) ;;
+        dcat) if [[ $size == tree ]]; then CMD=("$CAT" "${TREE_FILES[@]}"); else CMD=("$CAT" "$tmp/p.large"); fi ;;
     esac
 }
 # run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
@@ -172,6 +181,49 @@ fi
 echo "  (ratios of medians; wall = posix_spawn .. wait4, for .pipe also draining the pipe;"
 echo "   .null = stdout is /dev/null, .pipe = a pipe the driver reads to EOF; xtrue vs bare"
 echo "   /bin/true to /dev/null; maxrss from wait4, never below the driver floor)"
+
+# ------------------------------------------------- (d) --depends ------------
+
+# dep_path large|tree: the input of (d)
+dep_path() { if [[ $1 == tree ]]; then echo "$tmp/tree"; else echo "$tmp/p.large"; fi; }
+# A source tree: 2,000 files of 1-4 KiB in 40 directories, a few executable.
+for ((i = 0; i < 40; i++)); do
+    mkdir -p "$tmp/tree/d$i"
+    for ((j = 0; j < 50; j++)); do
+        head -c $((1024 + (i * 50 + j) * 37 % 3072)) /dev/urandom >"$tmp/tree/d$i/f$j"
+    done
+    chmod +x "$tmp/tree/d$i/f0"
+done
+TREE_FILES=("$tmp"/tree/d*/f*)
+# DC: a cache directory whose stat cache can be neither read nor written (a
+# directory in its place), so that every hit there hashes its inputs.
+DC=$tmp/cache-cold
+mkdir -p "$DC/stat-cache.$(id -u)"
+# The stat cache trusts no file changed within 2 s of being read.
+sleep 2.2
+for s in large tree; do
+    for d in "$D" "$DC"; do
+        "$BL" cache --cache-dir "$d" --depends "$(dep_path "$s")" "k.d$s" -- "$CAT" "$tmp/p.small" >/dev/null ||
+            err "building the --depends $s entry failed"
+        if ! "$BL" cache --cache-dir "$d" --depends "$(dep_path "$s")" "k.d$s" -- /bin/false |
+            cmp -s - "$tmp/p.small"; then
+            err "a hit on the --depends $s entry did not print the payload"
+        fi
+    done
+done
+[[ -s $D/stat-cache.$(id -u) ]] || err "no stat cache was written"
+# dplain: the plain hit again, under a name of its own, so that the ratios
+# compare runs of the same rounds
+d_warm=(dplain.small.null dwarm.large.null dwarm.tree.null)
+d_cold=(dcat.large.null dcold.large.null dcat.tree.null dcold.tree.null)
+hr "(d) --depends hits, warm stat cache: $S_ROUNDS interleaved rounds x $S_BATCH runs per tool"
+run_group "$S_ROUNDS" "$S_BATCH" "${d_warm[@]}"
+print_group dplain.small.null "${d_warm[@]}"
+hr "(d) --depends, cold (inputs hashed): $L_ROUNDS interleaved rounds x $L_BATCH runs per tool"
+run_group "$L_ROUNDS" "$L_BATCH" "${d_cold[@]}"
+print_group dcat.large.null "${d_cold[@]}"
+echo "  (xtrue here: vs the first tool; dwarm = hit with --depends, the stat cache warm;"
+echo "   dcold = the same hit hashing every input; dcat = cat of the same files to /dev/null)"
 
 # ------------------------------------------------- (b) stampede -------------
 
@@ -281,6 +333,15 @@ echo "      (redis hit / file hit, 4 KiB: $(r_ratio rhit.small.null cache.small.
 target "(c) redis-cli GET / redis hit time, 100 MiB" "$(r_ratio rget.large.null rhit.large.null)" '>=' 0.5
 echo "      (= hit throughput as a share of redis-cli's; medians $(ms "${a_med[rhit.large.null]}" 1) /" \
     "$(ms "${a_med[rget.large.null]}" 1) ms)"
+d_ratio() { if ((a_fail[$1] || a_fail[$2])); then echo -; else ratio "${a_med[$1]}" "${a_med[$2]}"; fi; }
+target "(d) warm --depends 100 MiB file / plain hit" "$(d_ratio dwarm.large.null dplain.small.null)" '<=' 1.2
+target "(d) warm --depends 2,000 files / plain hit" "$(d_ratio dwarm.tree.null dplain.small.null)" '<=' 1.2
+echo "      (medians: plain $(us "${a_med[dplain.small.null]}"), file $(us "${a_med[dwarm.large.null]}")," \
+    "tree $(us "${a_med[dwarm.tree.null]}") us)"
+target "(d) cold hashing speed / cat's, 100 MiB" "$(d_ratio dcat.large.null dcold.large.null)" '>=' 0.8
+target "(d) cold hashing speed / cat's, 2,000 files" "$(d_ratio dcat.tree.null dcold.tree.null)" '>=' 0.8
+echo "      (medians: cat $(ms "${a_med[dcat.large.null]}" 1) / hash $(ms "${a_med[dcold.large.null]}" 1) ms;" \
+    "tree cat $(ms "${a_med[dcat.tree.null]}" 1) / hash $(ms "${a_med[dcold.tree.null]}" 1) ms)"
 target "(c) builder peak RSS KiB, 100 MiB" "$([[ ${r_build_status:-1} == 0 ]] && echo "$r_build_rss")" '<' 16384
 check "(b) exactly one build, every caller 'built'" "$h_verdict"
 target "(b) stampede wall, worst of $H_REPS, s" \

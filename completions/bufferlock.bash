@@ -20,7 +20,8 @@ _bufferlock_takes_value()
             --conflict-exit-code | --error-exit | -c | --command | --messages | \
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
             --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
-            --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also)
+            --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also | \
+            --depends | --store | --max-entry | --max-size)
             return 0
             ;;
     esac
@@ -47,7 +48,7 @@ _bufferlock_options()
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
                 --depends --keep-stderr --force --store --max-entry --list
-                --drop --gc $backend $wait $busy --error-exit --fail-open
+                --drop --gc --max-size $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;
         status)
@@ -155,7 +156,7 @@ _bufferlock()
             _filedir -d
             return
             ;;
-        --messages | --tls-ca | --tls-cert | --tls-key)
+        --messages | --tls-ca | --tls-cert | --tls-key | --depends)
             _filedir
             return
             ;;

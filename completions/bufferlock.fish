@@ -192,14 +192,15 @@ complete -c bufferlock -n $cache -l max-age -x -d 'entries older than SECONDS ar
 complete -c bufferlock -n $cache -l stale -x -d 'serve an expired entry while another rebuilds'
 complete -c bufferlock -n $cache -l background -d 'with --stale: rebuild in a detached process'
 complete -c bufferlock -n $cache -l stale-if-error -d 'serve the expired entry when the rebuild fails'
-complete -c bufferlock -n $cache -l drop -d 'remove KEY\'s entry'
+complete -c bufferlock -n $cache -l drop -d 'remove KEY\'s entries, for any inputs'
 complete -c bufferlock -n $cache -l gc -d 'remove expired and corrupt entries, abandoned temporary files'
-complete -c bufferlock -n $cache -l depends -rF -d 'the entry is out of date when PATH changes'
+complete -c bufferlock -n $cache -l max-size -x -d 'with --gc: remove the oldest entries until the store is under SIZE'
+complete -c bufferlock -n $cache -l depends -rF -d 'the entry also depends on what PATH holds'
 complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits replay it'
 complete -c bufferlock -n $cache -l force -d 'rebuild now even when the entry is fresh'
 complete -c bufferlock -n $cache -l store -xa 'file\t"the cache directory" redis\t"the --redis server"' -d 'where entries live'
 complete -c bufferlock -n $cache -l max-entry -x -d 'redis store: larger outputs are not stored (default 64M)'
-complete -c bufferlock -n $cache -l list -d 'print age, size and key of every entry'
+complete -c bufferlock -n $cache -l list -d 'print age, size, inputs and key of every entry'
 
 # Messages
 complete -c bufferlock -n $any -s v -l verbose -d 'say what happened on stderr'

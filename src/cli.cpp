@@ -85,6 +85,7 @@ enum class Opt {
   force,
   store,
   max_entry,
+  max_size,
   list,
 };
 
@@ -116,7 +117,7 @@ constexpr std::string_view g_cache = "Cache";
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 45> option_table = {{
+constexpr std::array<OptionDecl, 46> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -192,8 +193,8 @@ constexpr std::array<OptionDecl, 45> option_table = {{
     {Opt::stale_if_error, "--stale-if-error", "", g_cache,
      "when the rebuild fails, serve the expired entry (exit 0)", "", "", Scope::cache},
     {Opt::depends, "--depends", "PATH", g_cache,
-     "the entry is out of date when PATH's size, mtime, device or inode change, or PATH appears or "
-     "vanishes (repeatable)",
+     "the entry also depends on what PATH holds (a file's bytes, a directory's tree, or that it is "
+     "missing): one entry per input state (repeatable)",
      "", "", Scope::cache},
     {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
      "", "", Scope::cache},
@@ -205,13 +206,16 @@ constexpr std::array<OptionDecl, 45> option_table = {{
      Scope::cache},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "redis store: a larger output is served but not stored (suffix K, M or G)", "64M", "", Scope::cache},
-    {Opt::list, "--list", "", g_cache, "print age (s), size and key of every entry, newest first", "", "",
-     Scope::cache},
-    {Opt::drop, "--drop", "", g_cache, "remove KEY's entry (exit 0 even if there is none)", "", "",
-     Scope::cache},
+    {Opt::list, "--list", "", g_cache, "print age (s), size, inputs and key of every entry, newest first", "",
+     "", Scope::cache},
+    {Opt::drop, "--drop", "", g_cache, "remove KEY's entries, for any inputs (exit 0 even if there is none)",
+     "", "", Scope::cache},
     {Opt::gc, "--gc", "", g_cache,
      "remove corrupt entries, entries older than --max-age, and temporary files whose builder is gone", "",
      "", Scope::cache},
+    {Opt::max_size, "--max-size", "SIZE", g_cache,
+     "with --gc: then remove the oldest entries until the store is under SIZE (suffix K, M or G)", "", "",
+     Scope::cache},
     {Opt::verbose, "-v,--verbose", "", g_messages, "say when the lock was taken, and who holds a busy one",
      "", "", Scope::any},
     {Opt::quiet, "-q,--quiet", "", g_messages, "no warnings (errors are still printed)", "", "", Scope::any},
@@ -434,6 +438,12 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     const auto size = parse_size(value);
     if (!size || *size == 0) usage(Msg::usage_bad_size, {{"option", typed}, {"value", value}});
     o.cache.max_entry = *size;
+    break;
+  }
+  case Opt::max_size: {
+    const auto size = parse_size(value);
+    if (!size) usage(Msg::usage_bad_size, {{"option", typed}, {"value", value}});
+    o.cache.max_size = *size;
     break;
   }
   case Opt::on_lost:
@@ -954,6 +964,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
     if (c.background && !c.stale)
       usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
+    if (c.max_size && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-size"}, {"value", "--gc"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       return o;

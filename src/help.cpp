@@ -18,7 +18,7 @@ std::string_view help_prose(Command topic, HelpPart part) {
       return R"HELP(Usage:
   bufferlock cache [OPTIONS] KEY [--] COMMAND [ARG...]
   bufferlock cache [--cache-dir DIR] --drop KEY
-  bufferlock cache [--cache-dir DIR] [--max-age SECONDS] --gc
+  bufferlock cache [--cache-dir DIR] [--max-age SECONDS] [--max-size SIZE] --gc
 
 Builds COMMAND's standard output once and serves it to every caller: a fresh
 entry is printed without running COMMAND; on a miss the first caller takes the
@@ -34,11 +34,12 @@ Lock options (see bufferlock --help): -d DIR, -r URL and the redis options,
 Examples:
   # a shell prompt segment that costs one process start when cached
   bufferlock cache --max-age 30 --stale 600 --background git-status-$PWD -- git status -sb
-  # CI: resolve dependencies once per lock file, whatever the number of jobs
-  bufferlock cache "deps-$(sha256sum package-lock.json | cut -c1-16)" -- ./resolve-deps.sh
-  # CI runners that share a Redis but no disk: one build, every runner served
-  bufferlock cache --store redis -r redis://ci-redis:6379/0 --max-age 1h \
-      --depends Cargo.lock --keep-stderr "build-$CI_COMMIT_SHA" -- ./build.sh
+  # CI: resolve dependencies once per lock file content, whatever the number of jobs
+  bufferlock cache --depends package-lock.json deps -- ./resolve-deps.sh
+  # CI runners that share a Redis but no disk: one build per input state, every
+  # runner served (by content: fresh clones and other branches' entries hit)
+  bufferlock cache --store redis -r redis://ci-redis:6379/0 --max-age 24h \
+      --depends Cargo.lock --depends src --keep-stderr build -- ./build.sh
   # cron keeps a report warm; callers never wait for it
   */5 * * * * bufferlock cache --force --max-age 10m report -- ./report.sh
 )HELP";

@@ -116,13 +116,19 @@ namespace bufferlock {
   X(cache_entry_too_large, "output of '%{key}' not stored: it is larger than --max-entry (%{size} bytes)")   \
   X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \
   X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry")      \
+  X(cache_stale_other_inputs,                                                                                \
+    "the rebuild of '%{key}' failed with status %{status}; serving its newest entry, "                       \
+    "built from other inputs")                                                                               \
+  X(cache_inputs_unreadable, "cannot read %{path}, a dependency of '%{key}': %{error}")                      \
+  X(cache_inputs_changed, "output of '%{key}' not stored: its dependencies changed during the build")       \
   X(cache_redis_entry_corrupt, "ignoring the cache entry of '%{key}' (%{server}): %{error}; rebuilding it")  \
   X(cache_redis_read_failed, "cannot read the cache entry of '%{key}' (%{server}): %{error}; rebuilding it") \
   X(cache_redis_store_failed, "output of '%{key}' not stored: Redis at %{server}: %{error}")                 \
   X(cache_redis_drop_failed, "cannot remove the cache entry of '%{key}': Redis at %{server}: %{error}")      \
   X(cache_redis_list_failed, "cannot list the cache entries: Redis at %{server}: %{error}")                  \
   X(cache_hit, "served '%{key}' from %{path}")                                                               \
-  X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")
+  X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
+  X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")
 
 enum class Msg {
 #define BUFFERLOCK_MSG_ENUM(key, text) key,

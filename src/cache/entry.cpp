@@ -1,22 +1,12 @@
 #include "cache/entry.hpp"
 
+#include "util/le.hpp"
+
 #include <cstring>
 
 namespace bufferlock {
 
 namespace {
-
-template <class T> void put(std::string& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    out += static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
-}
-
-template <class T> T get(std::string_view in, std::size_t at) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    v |= std::uint64_t(static_cast<unsigned char>(in[at + i])) << (8 * i);
-  return static_cast<T>(v);
-}
 
 constexpr std::uint32_t dep_exists = 1;
 
@@ -25,17 +15,17 @@ bool decode_deps(std::string_view bytes, std::size_t at, std::size_t end, std::u
                  std::vector<DepStamp>& deps) {
   for (std::uint32_t i = 0; i < count; ++i) {
     if (end - at < entry_dep_fixed) return false;
-    const std::uint32_t len = get<std::uint32_t>(bytes, at);
+    const std::uint32_t len = get_le<std::uint32_t>(bytes, at);
     if (end - at - entry_dep_fixed < len) return false;
     // Only the flags this version writes: a header decodes to what encodes to it.
-    const std::uint32_t flags = get<std::uint32_t>(bytes, at + 4);
+    const std::uint32_t flags = get_le<std::uint32_t>(bytes, at + 4);
     if ((flags & ~dep_exists) != 0) return false;
     DepStamp d;
     d.exists = flags == dep_exists;
-    d.size = get<std::uint64_t>(bytes, at + 8);
-    d.mtime_ns = get<std::int64_t>(bytes, at + 16);
-    d.dev = get<std::uint64_t>(bytes, at + 24);
-    d.ino = get<std::uint64_t>(bytes, at + 32);
+    d.size = get_le<std::uint64_t>(bytes, at + 8);
+    d.mtime_ns = get_le<std::int64_t>(bytes, at + 16);
+    d.dev = get_le<std::uint64_t>(bytes, at + 24);
+    d.ino = get_le<std::uint64_t>(bytes, at + 32);
     d.path = std::string(bytes.substr(at + entry_dep_fixed, len));
     deps.push_back(std::move(d));
     at += entry_dep_fixed + len;
@@ -43,10 +33,39 @@ bool decode_deps(std::string_view bytes, std::size_t at, std::size_t end, std::u
   return at == end;
 }
 
+// Parses the sections of a version 3 header in [at, end).
+bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, std::uint32_t count,
+                     std::vector<EntrySection>& sections, std::string& why) {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (end - at < 8) return false;
+    const std::uint32_t type = get_le<std::uint32_t>(bytes, at);
+    const std::uint32_t len = get_le<std::uint32_t>(bytes, at + 4);
+    if (end - at - 8 < len) return false;
+    if ((type & entry_section_required) != 0) {
+      why = "needs a newer bufferlock (section type " + std::to_string(type & ~entry_section_required) + ")";
+      return false;
+    }
+    sections.push_back({type, std::string(bytes.substr(at + 8, len))});
+    at += 8 + len;
+  }
+  return at == end;
+}
+
 } // namespace
+
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr) {
+  if (inputs) return entry_format_version_3;
+  return keep_stderr ? entry_format_version_2 : entry_format_version;
+}
 
 std::uint64_t EntryHeader::header_size() const {
   if (version == entry_format_version) return entry_fixed_header + key.size();
+  if (version == entry_format_version_3) {
+    std::uint64_t n = entry_fixed_header_3 + key.size();
+    for (const auto& s : sections)
+      n += 8 + s.bytes.size();
+    return n;
+  }
   std::uint64_t n = entry_fixed_header_2 + key.size();
   for (const auto& d : deps)
     n += entry_dep_fixed + d.path.size();
@@ -55,25 +74,40 @@ std::uint64_t EntryHeader::header_size() const {
 
 std::string encode_header(const EntryHeader& h) {
   std::string out(entry_magic);
-  put<std::uint32_t>(out, h.version);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(h.key.size()));
-  put<std::int64_t>(out, h.created_ns);
-  put<std::uint64_t>(out, h.payload_len);
+  put_le<std::uint32_t>(out, h.version);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.key.size()));
+  put_le<std::int64_t>(out, h.created_ns);
+  put_le<std::uint64_t>(out, h.payload_len);
   if (h.version == entry_format_version) {
     out += h.key;
     return out;
   }
-  put<std::uint64_t>(out, h.stderr_len);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(h.header_size()));
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(h.deps.size()));
+  put_le<std::uint64_t>(out, h.stderr_len);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.header_size()));
+  if (h.version == entry_format_version_3) {
+    put_le<std::uint32_t>(out, h.inputs ? entry_flag_inputs : 0);
+    const Digest128 inputs = h.inputs.value_or(Digest128{});
+    put_le<std::uint64_t>(out, inputs.high);
+    put_le<std::uint64_t>(out, inputs.low);
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size()));
+    put_le<std::uint32_t>(out, 0);
+    out += h.key;
+    for (const auto& sec : h.sections) {
+      put_le<std::uint32_t>(out, sec.type);
+      put_le<std::uint32_t>(out, static_cast<std::uint32_t>(sec.bytes.size()));
+      out += sec.bytes;
+    }
+    return out;
+  }
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.deps.size()));
   out += h.key;
   for (const auto& d : h.deps) {
-    put<std::uint32_t>(out, static_cast<std::uint32_t>(d.path.size()));
-    put<std::uint32_t>(out, d.exists ? dep_exists : 0);
-    put<std::uint64_t>(out, d.size);
-    put<std::int64_t>(out, d.mtime_ns);
-    put<std::uint64_t>(out, d.dev);
-    put<std::uint64_t>(out, d.ino);
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(d.path.size()));
+    put_le<std::uint32_t>(out, d.exists ? dep_exists : 0);
+    put_le<std::uint64_t>(out, d.size);
+    put_le<std::int64_t>(out, d.mtime_ns);
+    put_le<std::uint64_t>(out, d.dev);
+    put_le<std::uint64_t>(out, d.ino);
     out += d.path;
   }
   return out;
@@ -81,10 +115,11 @@ std::string encode_header(const EntryHeader& h) {
 
 std::optional<std::uint64_t> encoded_header_size(std::string_view bytes) {
   if (bytes.size() < entry_fixed_header) return std::nullopt;
-  if (get<std::uint32_t>(bytes, 8) != entry_format_version_2)
-    return entry_fixed_header + get<std::uint32_t>(bytes, 12);
+  const std::uint32_t version = get_le<std::uint32_t>(bytes, 8);
+  if (version != entry_format_version_2 && version != entry_format_version_3)
+    return entry_fixed_header + get_le<std::uint32_t>(bytes, 12);
   if (bytes.size() < entry_fixed_header_2) return std::nullopt;
-  return get<std::uint32_t>(bytes, 40);
+  return get_le<std::uint32_t>(bytes, 40);
 }
 
 std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& why) {
@@ -92,30 +127,59 @@ std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& wh
     why = "not a bufferlock cache entry";
     return std::nullopt;
   }
-  const std::uint32_t version = get<std::uint32_t>(bytes, 8);
-  if (version != entry_format_version && version != entry_format_version_2) {
+  const std::uint32_t version = get_le<std::uint32_t>(bytes, 8);
+  if (version != entry_format_version && version != entry_format_version_2 &&
+      version != entry_format_version_3) {
     why = "unknown entry format version " + std::to_string(version);
     return std::nullopt;
   }
-  const std::uint64_t key_len = get<std::uint32_t>(bytes, 12);
-  const std::size_t fixed = version == entry_format_version ? entry_fixed_header : entry_fixed_header_2;
+  const std::uint64_t key_len = get_le<std::uint32_t>(bytes, 12);
+  const std::size_t fixed = version == entry_format_version     ? entry_fixed_header
+                            : version == entry_format_version_2 ? entry_fixed_header_2
+                                                                : entry_fixed_header_3;
   if (bytes.size() < fixed + key_len) {
     why = "truncated header";
     return std::nullopt;
   }
   EntryHeader h;
   h.version = version;
-  h.created_ns = get<std::int64_t>(bytes, 16);
-  h.payload_len = get<std::uint64_t>(bytes, 24);
+  h.created_ns = get_le<std::int64_t>(bytes, 16);
+  h.payload_len = get_le<std::uint64_t>(bytes, 24);
   h.key = std::string(bytes.substr(fixed, key_len));
-  if (version == entry_format_version_2) {
-    h.stderr_len = get<std::uint64_t>(bytes, 32);
-    const std::uint64_t header_len = get<std::uint32_t>(bytes, 40);
+  if (version == entry_format_version_3) {
+    h.stderr_len = get_le<std::uint64_t>(bytes, 32);
+    const std::uint64_t header_len = get_le<std::uint32_t>(bytes, 40);
     if (header_len < fixed + key_len || bytes.size() < header_len) {
       why = "truncated header";
       return std::nullopt;
     }
-    if (!decode_deps(bytes, fixed + key_len, header_len, get<std::uint32_t>(bytes, 44), h.deps)) {
+    const std::uint32_t flags = get_le<std::uint32_t>(bytes, 44);
+    const Digest128 inputs{get_le<std::uint64_t>(bytes, 48), get_le<std::uint64_t>(bytes, 56)};
+    // Unknown flags could change what the entry means; a digest without its
+    // flag, or a reserved field set, is not what this version writes.
+    if ((flags & ~entry_flag_inputs) != 0) {
+      why = "needs a newer bufferlock (flags " + std::to_string(flags) + ")";
+      return std::nullopt;
+    }
+    if ((flags == 0 && inputs != Digest128{}) || get_le<std::uint32_t>(bytes, 68) != 0) {
+      why = "malformed header";
+      return std::nullopt;
+    }
+    if (flags == entry_flag_inputs) h.inputs = inputs;
+    why.clear();
+    if (!decode_sections(bytes, fixed + key_len, header_len, get_le<std::uint32_t>(bytes, 64), h.sections,
+                         why)) {
+      if (why.empty()) why = "malformed section list";
+      return std::nullopt;
+    }
+  } else if (version == entry_format_version_2) {
+    h.stderr_len = get_le<std::uint64_t>(bytes, 32);
+    const std::uint64_t header_len = get_le<std::uint32_t>(bytes, 40);
+    if (header_len < fixed + key_len || bytes.size() < header_len) {
+      why = "truncated header";
+      return std::nullopt;
+    }
+    if (!decode_deps(bytes, fixed + key_len, header_len, get_le<std::uint32_t>(bytes, 44), h.deps)) {
       why = "malformed dependency list";
       return std::nullopt;
     }
@@ -125,14 +189,14 @@ std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& wh
 
 std::string encode_trailer(std::uint64_t payload_hash, std::uint64_t header_hash) {
   std::string out;
-  put<std::uint64_t>(out, payload_hash);
-  put<std::uint64_t>(out, header_hash);
+  put_le<std::uint64_t>(out, payload_hash);
+  put_le<std::uint64_t>(out, header_hash);
   return out;
 }
 
 void decode_trailer(std::string_view bytes, std::uint64_t& payload_hash, std::uint64_t& header_hash) {
-  payload_hash = get<std::uint64_t>(bytes, 0);
-  header_hash = get<std::uint64_t>(bytes, 8);
+  payload_hash = get_le<std::uint64_t>(bytes, 0);
+  header_hash = get_le<std::uint64_t>(bytes, 8);
 }
 
 Freshness freshness(std::int64_t created_ns, std::int64_t now_ns, std::optional<Nanos> max_age,

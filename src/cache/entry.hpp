@@ -33,10 +33,39 @@
 //   H+N+E   8     XXH3-64 of bytes [H, H+N+E) (stdout then stderr)
 //   H+N+E+8 8     XXH3-64 of bytes [0, H)
 //
+// Format version 3 (--depends: an entry of one input state), header of H bytes:
+//
+//   0       8     magic "BLCACHE\n"
+//   8       4     format version (3)
+//   12      4     key length K
+//   16      8     creation time (ns)
+//   24      8     stdout length N
+//   32      8     stderr length E
+//   40      4     header length H
+//   44      4     flags: bit 0, the inputs digest is set; other bits unknown
+//                 to this version make the entry unreadable to it
+//   48      16    XXH3-128 of the inputs (cache/inputs.hpp), high then low
+//                 half; zero without bit 0
+//   64      4     section count S
+//   68      4     reserved (0)
+//   72      K     the full KEY
+//   72+K          S sections, each 8+L bytes: 4 type, 4 length L, L bytes.
+//                 A reader skips a section whose type it does not know,
+//                 unless bit 31 of the type says it must understand it
+//                 (then the entry is unreadable to it). This version writes
+//                 none; later ones add sections rather than versions.
+//   H ...         stdout, stderr and the trailer, as in version 2
+//
+// An entry is addressed by KEY and its inputs: a version 1 or 2 entry has no
+// inputs digest, and a version 2 entry that lists dependencies (stamps of
+// size, mtime, device and inode, which a content digest cannot be compared
+// with) is served to nobody.
+//
 // A file whose size, magic, version, key or checksums do not match is not an
 // entry: a torn, truncated, corrupt or foreign file is a miss.
 #pragma once
 
+#include "util/checksum.hpp"
 #include "util/duration.hpp"
 
 #include <cstdint>
@@ -50,12 +79,17 @@ namespace bufferlock {
 inline constexpr std::string_view entry_magic = "BLCACHE\n";
 inline constexpr std::uint32_t entry_format_version = 1;
 inline constexpr std::uint32_t entry_format_version_2 = 2;
+inline constexpr std::uint32_t entry_format_version_3 = 3;
 inline constexpr std::size_t entry_fixed_header = 32;
 inline constexpr std::size_t entry_fixed_header_2 = 48;
+inline constexpr std::size_t entry_fixed_header_3 = 72;
+inline constexpr std::uint32_t entry_flag_inputs = 1;
+inline constexpr std::uint32_t entry_section_required = 0x80000000U;
 inline constexpr std::size_t entry_dep_fixed = 40;
 inline constexpr std::size_t entry_trailer = 16;
 
-// What a dependency (--depends PATH) looked like when the build started.
+// A version 2 dependency record: what a --depends PATH looked like (read,
+// never written: such an entry cannot be compared with inputs by content).
 struct DepStamp {
   std::string path;
   bool exists = false;
@@ -67,13 +101,34 @@ struct DepStamp {
   bool operator==(const DepStamp&) const = default;
 };
 
+// The inputs of an entry: the digest of its --depends, nullopt without.
+using Inputs = std::optional<Digest128>;
+
+// The version that an entry with `inputs` and, or not, stderr is written in.
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr);
+
+// A version 3 section (none written yet).
+struct EntrySection {
+  std::uint32_t type = 0;
+  std::string bytes;
+
+  bool operator==(const EntrySection&) const = default;
+};
+
 struct EntryHeader {
   std::int64_t created_ns = 0;
   std::uint64_t payload_len = 0; // stdout
   std::string key;
   std::uint64_t stderr_len = 0;
-  std::vector<DepStamp> deps;
-  std::uint32_t version = entry_format_version; // 2 with stderr or dependencies
+  std::vector<DepStamp> deps;          // version 2 only
+  Inputs inputs;                       // version 3 only
+  std::vector<EntrySection> sections;  // version 3 only (none has a meaning yet)
+  std::uint32_t version = entry_format_version; // 2 with stderr, 3 with inputs
+
+  // Whether this entry is the one of `inputs` (nullopt: no --depends).
+  bool has_inputs(const Inputs& wanted) const {
+    return inputs == wanted && deps.empty();
+  }
 
   std::uint64_t header_size() const;
   std::uint64_t body_len() const { return payload_len + stderr_len; } // what the payload checksum covers

@@ -1,12 +1,13 @@
 #include "cache/recipe.hpp"
 
-#include "cache/depends.hpp"
+#include "cache/inputs.hpp"
 #include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
+#include "util/clock.hpp"
 #include "util/io.hpp"
 
 #include <fcntl.h>
@@ -25,18 +26,10 @@ namespace bufferlock {
 
 namespace {
 
-std::int64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
 
-// Whether a found entry may be served as it is: fresh, and its dependencies
-// unchanged (one stat per dependency; none for an entry without).
+// Whether a found entry (of the caller's inputs) may be served as it is: fresh.
 bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
-  Freshness f = freshness(h.created_ns, realtime_ns(), o.cache.max_age, stale);
-  if (f != Freshness::expired && deps_out_of_date(h.deps, o.cache.depends))
-    f = Freshness::expired; // rebuilt like an entry past --max-age: never served stale
+  const Freshness f = freshness(h.created_ns, wall_clock_ns(), o.cache.max_age, stale);
   if (age) *age = f;
   return f == Freshness::fresh;
 }
@@ -45,9 +38,39 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   diag::debug_lazy([&] {
-    return message(Msg::cache_hit, {{"key", display_key(o.key)}, {"path", store.where(o.key)}});
+    return message(Msg::cache_hit,
+                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.inputs)}});
   });
   return exit_code::ok;
+}
+
+// The digest of --depends (nullopt without), through the stat cache of the
+// cache directory, which is written back when it learnt something.
+std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
+
+std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files) {
+  if (o.cache.depends.empty()) return Inputs();
+  StatCache stats(files.dir());
+  auto d = inputs_digest(o.cache.depends, stats);
+  if (auto* e = std::get_if<SysError>(&d)) return *e;
+  if (stats.dirty() && !files.prepare()) stats.save(); // failing costs only a re-read next time
+  return Inputs(std::get<Digest128>(d));
+}
+
+// Whether the inputs differ now from `before` (or cannot be read now).
+bool inputs_changed(const Options& o, const Digest128& before) {
+  const CacheStore files(cache_dir_of(o));
+  const auto now = compute_inputs(o, files);
+  const auto* d = std::get_if<Inputs>(&now);
+  return !d || *d != before;
+}
+
+// The options the build lock is taken with: one lock per KEY and inputs, so
+// that callers with other inputs do not wait for this build.
+Options lock_options(const Options& o, const Inputs& inputs) {
+  Options l = o;
+  if (inputs) l.key += "@inputs:" + inputs->hex();
+  return l;
 }
 
 // The one warning of an output that was not stored.
@@ -63,16 +86,15 @@ void warn_not_stored(const EntryStore& store, const std::string& key, const SysE
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const EntryStore& store, Lock* lock, const std::optional<SysError>& unusable,
-          const CachedEntry* fallback) {
+int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock* lock,
+          const std::optional<SysError>& unusable, const CachedEntry* fallback) {
   std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
   bool too_large = false; // --max-entry: not stored, one warning of its own
   if (!unusable) {
     const KeepStderr keep = o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no;
-    // Stamped before the build: a dependency changed while it runs makes the
-    // entry out of date at once.
-    auto created = store.begin_build(o.key, realtime_ns(), stamp_paths(o.cache.depends), keep);
+    // Filed under the inputs read before the build; checked again after it.
+    auto created = store.begin_build(o.key, inputs, wall_clock_ns(), keep);
     if (auto* e = std::get_if<SysError>(&created))
       store_error = *e;
     else
@@ -103,6 +125,12 @@ int build(const Options& o, const EntryStore& store, Lock* lock, const std::opti
 
   const std::string key = display_key(o.key);
   if (status == 0) {
+    if (writer && inputs && inputs_changed(o, *inputs)) {
+      // The output may come from the new inputs: filed under the old ones it
+      // would serve the wrong state. Not stored; the next caller builds.
+      diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
+      writer.reset();
+    }
     if (writer) {
       if (auto e = writer->publish()) {
         store_error = e;
@@ -127,7 +155,9 @@ int build(const Options& o, const EntryStore& store, Lock* lock, const std::opti
   } else {
     writer.reset(); // a failed build stores nothing
     if (fallback) {
-      diag::warn(message(Msg::cache_stale_served, {{"key", key}, {"status", std::to_string(status)}}));
+      const Msg m =
+          fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
+      diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
       serve(o, store, *fallback, false);
       status = exit_code::ok;
     }
@@ -140,7 +170,7 @@ int build(const Options& o, const EntryStore& store, Lock* lock, const std::opti
 // rebuilds while the caller serves the stale entry at once. The child keeps
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
-void rebuild_in_background(const Options& o, const EntryStore& store, Lock& lock,
+void rebuild_in_background(const Options& o, const EntryStore& store, const Inputs& inputs, Lock& lock,
                            const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
@@ -152,28 +182,37 @@ void rebuild_in_background(const Options& o, const EntryStore& store, Lock& lock
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, &lock, unusable, nullptr));
+  ::_exit(build(o, store, inputs, &lock, unusable, nullptr));
 }
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
-void warn_lookup(const Options& o, const EntryStore& store, const Lookup& l) {
+void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
+  const std::string where = store.where(o.key, inputs);
   if (l.state == LookupState::corrupt && !store.remote())
-    diag::warn(message(Msg::cache_entry_corrupt, {{"path", store.where(o.key)}, {"error", l.why}}));
+    diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
   else if (l.state == LookupState::corrupt)
     diag::warn(message(Msg::cache_redis_entry_corrupt,
-                       {{"key", display_key(o.key)}, {"server", store.where(o.key)}, {"error", l.why}}));
+                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
   else if (l.state == LookupState::unreadable)
     diag::warn(message(Msg::cache_redis_read_failed,
-                       {{"key", display_key(o.key)}, {"server", store.where(o.key)}, {"error", l.why}}));
+                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
 }
 
 int gc(const Options& o, const CacheStore& store) {
-  const GcCounts c = store.gc(o.cache.max_age, realtime_ns());
+  const GcCounts c = store.gc(o.cache.max_age, wall_clock_ns());
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
                                         {"temps", std::to_string(c.temps_removed)},
                                         {"path", store.dir()}});
   });
+  if (o.cache.max_size) {
+    const int trimmed = store.trim(*o.cache.max_size);
+    diag::debug_lazy([&] {
+      return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(trimmed)},
+                                             {"path", store.dir()},
+                                             {"size", std::to_string(*o.cache.max_size)}});
+    });
+  }
   return exit_code::ok;
 }
 
@@ -194,16 +233,18 @@ std::string list_key(std::string_view key) {
   return out;
 }
 
-// cache --list: "AGE SIZE KEY" per entry, newest first (SPEC §15).
+// cache --list: "AGE SIZE INPUTS KEY" per entry, newest first (SPEC §15).
 int list(std::vector<ListedEntry> entries) {
   std::sort(entries.begin(), entries.end(),
             [](const ListedEntry& a, const ListedEntry& b) { return a.created_ns > b.created_ns; });
-  const std::int64_t now = realtime_ns();
+  const std::int64_t now = wall_clock_ns();
   std::string out;
   for (const auto& e : entries) {
     out += format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns)));
     out += ' ';
     out += std::to_string(e.size);
+    out += ' ';
+    out += e.inputs ? e.inputs->hex().substr(0, short_inputs_digits) : "-";
     out += ' ';
     out += list_key(e.key);
     out += '\n';
@@ -237,7 +278,7 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  const CacheStore files(o.cache.dir.empty() ? default_cache_dir() : o.cache.dir);
+  const CacheStore files(cache_dir_of(o));
   std::optional<RedisStore> redis;
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
@@ -266,8 +307,19 @@ int cache_main(const Options& o) {
     return exit_code::ok;
   }
 
-  Lookup found = store.lookup(o.key);
-  warn_lookup(o, store, found);
+  Inputs inputs;
+  {
+    auto computed = compute_inputs(o, files);
+    if (auto* e = std::get_if<SysError>(&computed)) {
+      diag::error(message(Msg::cache_inputs_unreadable,
+                          {{"path", e->path}, {"key", display_key(o.key)}, {"error", e->reason}}));
+      return o.error_exit;
+    }
+    inputs = std::get<Inputs>(computed);
+  }
+
+  Lookup found = store.lookup(o.key, inputs);
+  warn_lookup(o, store, inputs, found);
   const bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
@@ -280,36 +332,40 @@ int cache_main(const Options& o) {
   // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
-  const std::unique_ptr<Lock> lock = make_lock(o, files.dir() + "/locks");
+  const Options locking = lock_options(o, inputs);
+  const std::unique_ptr<Lock> lock = make_lock(locking, files.dir() + "/locks");
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
     if (tried.status == AcquireStatus::busy) return serve(o, store, found.entry);
     if (tried.status == AcquireStatus::acquired) {
       if (o.cache.background) {
-        rebuild_in_background(o, store, *lock, unusable);
+        rebuild_in_background(o, store, inputs, *lock, unusable);
         return serve(o, store, found.entry);
       }
-      return build(o, store, lock.get(), unusable, o.cache.stale_if_error ? &found.entry : nullptr);
+      return build(o, store, inputs, lock.get(), unusable, o.cache.stale_if_error ? &found.entry : nullptr);
     }
   }
 
   int exit_status = o.error_exit;
-  switch (take_lock(o, *lock, exit_status)) {
+  switch (take_lock(locking, *lock, exit_status)) {
   case Taken::stop: return exit_status;
   case Taken::unlocked: return run_child(o.argv); // --fail-open: no lock, no cache
   case Taken::locked: break;
   }
   // Check again: the holder we waited for has probably just stored it.
-  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : store.lookup(o.key);
+  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : store.lookup(o.key, inputs);
   if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
     const int status = serve(o, store, again.entry);
     lock->release();
     return status;
   }
   if (again.state == LookupState::found) found = std::move(again);
+  // --stale-if-error without an entry of these inputs: the newest of KEY for
+  // any inputs (GitHub's restore-keys), looked up only when it can serve.
+  if (o.cache.stale_if_error && found.state != LookupState::found) found = store.newest(o.key);
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
-  return build(o, store, lock.get(), unusable, fall_back ? &found.entry : nullptr);
+  return build(o, store, inputs, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }
 
 } // namespace bufferlock

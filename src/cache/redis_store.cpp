@@ -57,23 +57,27 @@ RedisStore::RedisStore(const RedisSettings& settings, std::uint64_t max_entry,
                        std::optional<Nanos> expire_after)
     : settings_(settings), max_entry_(max_entry), expire_after_(expire_after) {}
 
-std::string RedisStore::entry_key(std::string_view key) const {
+std::string RedisStore::entry_key(std::string_view key, const Inputs& inputs) const {
   std::string k = "{";
   k += settings_.key_prefix;
   k += md5_hex(key);
   k += "}:entry";
+  if (inputs) {
+    k += ':';
+    k += inputs->hex();
+  }
   return k;
 }
 
 std::string RedisStore::entry_pattern() const {
   std::string p = "{";
   p += glob_escape(settings_.key_prefix);
-  p += "*}:entry";
+  p += "*}:entry*"; // with or without inputs
   return p;
 }
 
-std::string RedisStore::where(std::string_view key) const {
-  return "Redis at " + server() + ", key " + entry_key(key);
+std::string RedisStore::where(std::string_view key, const Inputs& inputs) const {
+  return "Redis at " + server() + ", key " + entry_key(key, inputs);
 }
 
 template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) const {
@@ -139,11 +143,11 @@ bool wrong_type(const RedisError& e) {
 
 } // namespace
 
-Lookup RedisStore::lookup(std::string_view key) const {
-  const std::string ekey = entry_key(key);
+Lookup RedisStore::lookup(std::string_view key, const Inputs& inputs) const {
+  const std::string ekey = entry_key(key, inputs);
   Lookup last{LookupState::missing, {}, {}};
   for (int attempt = 0; attempt < read_attempts; ++attempt) {
-    last = read_entry(key, ekey);
+    last = read_entry(key, inputs, ekey);
     if (last.state != LookupState::corrupt || last.why != "replaced while it was read") return last;
   }
   return last;
@@ -154,7 +158,7 @@ Lookup RedisStore::lookup(std::string_view key) const {
 // between two commands is detected by reading its header again when the
 // checksums do not match: another header (another build's creation time) is
 // a replacement, read again from the start; the same header is a corrupt entry.
-Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) const {
+Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const std::string& ekey) const {
   // Header, trailer and the first parts in one command: an entry of up to
   // about first_parts MiB is read at one instant, so a concurrent rebuild
   // can never make it read again; a larger one is checked as below.
@@ -171,8 +175,9 @@ Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) con
   std::string why;
   const auto h = decode_header(header_bytes, why);
   if (!h) return {LookupState::corrupt, {}, why};
-  // Another key whose MD5 collides is simply not ours: a miss, no warning.
-  if (h->key != key) return {LookupState::missing, {}, {}};
+  // Another key whose MD5 collides is simply not ours: a miss, no warning;
+  // so is a version 2 entry whose dependency stamps cannot be compared.
+  if (h->key != key || !h->has_inputs(inputs)) return {LookupState::missing, {}, {}};
 
   UniqueFd fd = anonymous_file(h->file_size());
   if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
@@ -213,10 +218,78 @@ Lookup RedisStore::read_entry(std::string_view key, const std::string& ekey) con
   return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
 }
 
+std::variant<std::vector<std::string>, SysError> RedisStore::keys_of(std::string_view key) const {
+  // Every entry key of KEY shares its hash tag: on a cluster, the node of
+  // that slot holds them all, so SCAN goes there.
+  const std::string plain = entry_key(key);
+  const std::string pattern = glob_escape(plain) + "*";
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    auto r = on_client([&](RedisClient& c) {
+      return c.command(plain, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    });
+    if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+    auto page = scan_page(std::get<RedisReply>(r).get());
+    if (!page) return SysError{server(), "unexpected reply to SCAN"};
+    cursor = std::move(page->cursor);
+    for (const std::string_view name : page->names)
+      if (name == plain || (name.size() == plain.size() + 33 && name[plain.size()] == ':'))
+        out.emplace_back(name);
+  } while (cursor != "0");
+  return out;
+}
+
 std::optional<SysError> RedisStore::drop(std::string_view key) const {
-  auto r = call({"DEL", entry_key(key)});
-  if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+  auto keys = keys_of(key);
+  if (auto* e = std::get_if<SysError>(&keys)) return *e;
+  auto& all = std::get<std::vector<std::string>>(keys);
+  all.push_back(entry_key(key)); // also when SCAN missed it (a key added meanwhile)
+  for (const auto& k : all) {
+    auto r = call({"DEL", k});
+    if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+  }
   return std::nullopt;
+}
+
+RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>
+RedisStore::read_header(const std::string& ekey) const {
+  using Found = std::optional<std::pair<EntryHeader, std::uint64_t>>;
+  // The header field only: listing must not read every payload.
+  auto head = get_fields(*this, ekey, {"h"});
+  if (auto* e = std::get_if<RedisError>(&head)) {
+    // Not a hash: not an entry. Refused by the ACL: an error, never a short list.
+    if (wrong_type(*e)) return Found();
+    return *e;
+  }
+  const Field& bytes = std::get<std::vector<Field>>(head)[0];
+  if (!bytes) return Found(); // gone meanwhile
+  std::string why;
+  auto h = decode_header(*bytes, why);
+  if (!h || entry_key(h->key, h->inputs) != ekey) return Found();
+  const std::uint64_t size = h->file_size();
+  return Found(std::pair(std::move(*h), size));
+}
+
+Lookup RedisStore::newest(std::string_view key) const {
+  auto keys = keys_of(key);
+  if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};
+  std::vector<std::pair<std::int64_t, EntryHeader>> found;
+  for (const auto& ekey : std::get<std::vector<std::string>>(keys)) {
+    auto h = read_header(ekey);
+    if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
+    if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
+        got && got->first.key == key)
+      found.emplace_back(got->first.created_ns, std::move(got->first));
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [created, h] : found) {
+    // Served to whoever asks, whatever its inputs: read it as its own.
+    Lookup l = read_entry(key, h.inputs, entry_key(key, h.inputs));
+    if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
+  }
+  return {LookupState::missing, {}, {}};
 }
 
 std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() const {
@@ -230,20 +303,10 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
     if (!page) return SysError{server(), "unexpected reply to SCAN"};
     cursor = std::move(page->cursor);
     for (const std::string_view name : page->names) {
-      const std::string ekey(name);
-      // The header only: listing must not read every payload.
-      auto head = get_fields(*this, ekey, {"h"});
-      if (auto* e = std::get_if<RedisError>(&head)) {
-        // Not a hash: not an entry. Refused by the ACL: an error, never a short list.
-        if (wrong_type(*e)) continue;
-        return SysError{server(), e->text};
-      }
-      const Field& bytes = std::get<std::vector<Field>>(head)[0];
-      if (!bytes) continue; // gone meanwhile
-      std::string why;
-      const auto h = decode_header(*bytes, why);
-      if (!h || entry_key(h->key) != ekey) continue;
-      out.push_back({h->created_ns, h->payload_len, h->key});
+      auto h = read_header(std::string(name));
+      if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
+      if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
+        out.push_back({got->first.created_ns, got->first.payload_len, got->first.key, got->first.inputs});
     }
   } while (cursor != "0");
   return out;
@@ -254,14 +317,15 @@ namespace {
 // A build streamed into a temporary key (see redis_store.hpp).
 class RedisBuild final : public EntryBuild {
 public:
-  RedisBuild(const RedisStore& store, std::string_view key, std::int64_t created_ns,
-             std::vector<DepStamp> deps, KeepStderr keep)
-      : store_(store), entry_key_(store.entry_key(key)) {
-    temp_key_ = entry_key_.substr(0, entry_key_.size() - 6) + ":tmp:" + random_token();
+  RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+             KeepStderr keep)
+      : store_(store), entry_key_(store.entry_key(key, inputs)) {
+    const std::string plain = store.entry_key(key);
+    temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();
     header_.created_ns = created_ns;
     header_.key = std::string(key);
-    header_.deps = std::move(deps);
-    if (keep == KeepStderr::yes || !header_.deps.empty()) header_.version = entry_format_version_2;
+    header_.inputs = inputs;
+    header_.version = entry_version_for(inputs, keep == KeepStderr::yes);
     keep_stderr_ = keep == KeepStderr::yes;
   }
 
@@ -343,7 +407,7 @@ public:
   bool too_large() const override { return too_large_; }
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header_.key);
+    Lookup l = store_.lookup(header_.key, header_.inputs);
     if (l.state == LookupState::found) return std::move(l.entry);
     error_ = SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why};
     return std::nullopt;
@@ -401,10 +465,10 @@ private:
 } // namespace
 
 std::variant<std::unique_ptr<EntryBuild>, SysError> RedisStore::begin_build(std::string_view key,
+                                                                            const Inputs& inputs,
                                                                             std::int64_t created_ns,
-                                                                            std::vector<DepStamp> deps,
                                                                             KeepStderr keep_stderr) const {
-  auto b = std::make_unique<RedisBuild>(*this, key, created_ns, std::move(deps), keep_stderr);
+  auto b = std::make_unique<RedisBuild>(*this, key, inputs, created_ns, keep_stderr);
   if (auto e = b->start()) return *e;
   return std::unique_ptr<EntryBuild>(std::move(b));
 }

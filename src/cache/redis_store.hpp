@@ -1,17 +1,18 @@
 // Entries on a Redis server (--store redis, SPEC §15), in the same bytes as
 // an entry file (cache/entry.hpp), so that both stores share verification.
 //
-// Keys, all of one entry in one hash slot ({...} is a hash tag):
-//   {PREFIX<md5>}:entry        the entry (PREFIX: --namespace, md5 of KEY)
-//   {PREFIX<md5>}:tmp:<token>  a build on its way, with a time to live
-// Both are hashes: field "h" the header, "0", "1", ... the body (stdout, then
-// any stored stderr) in parts of about 1 MiB, "t" the trailer; their
-// concatenation is an entry file. Parts are separate values so that no write
-// grows one large string (whose reallocation copies it, blocking the server).
-// A build sends its output part by part, then a script adds the header and
-// the trailer and renames it into place (atomic publication). A hit reads the
-// parts into an unnamed local file and verifies it there before serving its
-// first byte: neither side holds an entry in memory.
+// Keys, all of one KEY in one hash slot ({...} is a hash tag):
+//   {PREFIX<md5>}:entry          the entry without inputs (PREFIX: --namespace, md5 of KEY)
+//   {PREFIX<md5>}:entry:<hex>    the entry for the inputs whose digest is <hex> (--depends)
+//   {PREFIX<md5>}:tmp:<token>    a build on its way, with a time to live
+// Entries and builds are hashes: field "h" the header, "0", "1", ... the body
+// (stdout, then any stored stderr) in parts of about 1 MiB, "t" the trailer;
+// their concatenation is an entry file. Parts are separate values so that no
+// write grows one large string (whose reallocation copies it, blocking the
+// server). A build sends its output part by part, then a script adds the
+// header and the trailer and renames it into place (atomic publication). A
+// hit reads the parts into an unnamed local file and verifies it there before
+// serving its first byte: neither side holds an entry in memory.
 #pragma once
 
 #include "cache/store.hpp"
@@ -29,22 +30,23 @@ public:
   RedisStore(const RedisSettings& settings, std::uint64_t max_entry, std::optional<Nanos> expire_after);
 
   bool remote() const override { return true; }
-  std::string where(std::string_view key) const override;
+  std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
-  Lookup lookup(std::string_view key) const override;
+  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  Lookup newest(std::string_view key) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                  const Inputs& inputs,
                                                                   std::int64_t created_ns,
-                                                                  std::vector<DepStamp> deps,
                                                                   KeepStderr keep_stderr) const override;
   void after_fork() const override;
 
   // The server's address, password redacted.
   std::string server() const { return settings_.url.display(); }
-  // {PREFIX<md5>}:entry
-  std::string entry_key(std::string_view key) const;
-  // The SCAN pattern of every entry key under this prefix.
+  // {PREFIX<md5>}:entry, or {PREFIX<md5>}:entry:<inputs hex>
+  std::string entry_key(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  // The SCAN pattern of every entry key under this prefix (any inputs).
   std::string entry_pattern() const;
 
   // One command, sent to the node of the entry's slot (every key of an
@@ -62,7 +64,13 @@ public:
   std::optional<Nanos> expire_after() const { return expire_after_; }
 
 private:
-  Lookup read_entry(std::string_view key, const std::string& ekey) const;
+  Lookup read_entry(std::string_view key, const Inputs& inputs, const std::string& ekey) const;
+  // The entry keys of `key` for any inputs (SCAN on the node of its slot).
+  std::variant<std::vector<std::string>, SysError> keys_of(std::string_view key) const;
+  // The decoded header of `ekey` and the entry's size; nullopt when the
+  // value is gone or is no entry.
+  RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>
+  read_header(const std::string& ekey) const;
   // SEND(client) on the lock's client, once more if a kept connection dropped.
   template <class Send> RedisResult<RedisReply> on_client(Send send) const;
 

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <functional>
 #include <vector>
 
 namespace bufferlock {
@@ -68,6 +70,40 @@ bool names_same_file(const std::string& path, int fd) {
   struct stat a {
   }, b{};
   return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// An entry file opened and its header decoded, its payload not read.
+struct HeadOnly {
+  UniqueFd fd;
+  std::uint64_t size = 0;
+  std::optional<EntryHeader> header; // nullopt: not an entry (or not one of this size)
+};
+
+// Opens `path` (no symbolic link, a regular file) and decodes its header;
+// nullopt when it cannot be opened or read.
+std::optional<HeadOnly> read_header_of(const std::string& path) {
+  HeadOnly h;
+  h.fd.reset(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!h.fd || ::fstat(h.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  h.size = static_cast<std::uint64_t>(st.st_size);
+  std::string head, why;
+  if (!read_head(h.fd.get(), h.size, head)) return std::nullopt;
+  h.header = decode_header(head, why);
+  if (h.header && h.header->file_size() != h.size) h.header.reset();
+  return h;
+}
+
+// The names of the entry files in `dir` (*.entry).
+std::vector<std::string> entry_file_names(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (const dirent* ent = ::readdir(d))
+    if (std::string_view name = ent->d_name; name.size() > 6 && name.ends_with(".entry"))
+      names.emplace_back(name);
+  ::closedir(d);
+  return names;
 }
 
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
@@ -215,12 +251,12 @@ std::optional<SysError> CacheStore::prepare() const {
   return std::nullopt;
 }
 
-std::string CacheStore::entry_path(std::string_view key) const {
-  return dir_ + "/" + md5_hex(key) + ".entry";
+std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) const {
+  return dir_ + "/" + md5_hex(key) + (inputs ? "." + inputs->hex() : std::string()) + ".entry";
 }
 
-Lookup CacheStore::lookup(std::string_view key) const {
-  const std::string path = entry_path(key);
+Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
+  const std::string path = entry_path(key, inputs);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
@@ -235,13 +271,86 @@ Lookup CacheStore::lookup(std::string_view key) const {
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
+  // Other inputs (a file renamed by hand), or a version 2 entry whose
+  // dependency stamps cannot be compared with a digest: not this entry.
+  if (!header->has_inputs(inputs)) return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
 }
 
+std::vector<std::string> CacheStore::names_of(std::string_view key) const {
+  std::vector<std::string> out;
+  const std::string stem = md5_hex(key);
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return out;
+  while (const dirent* ent = ::readdir(d)) {
+    const std::string_view name = ent->d_name;
+    if (!name.starts_with(stem) || !name.ends_with(".entry")) continue;
+    // <md5>.entry or <md5>.<32 hex>.entry
+    const std::size_t middle = name.size() - stem.size() - 6;
+    if (middle == 0 || (middle == 33 && name[stem.size()] == '.')) out.emplace_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+Lookup CacheStore::newest(std::string_view key) const {
+  // Headers first (cheap), then the full verification of the newest sound one.
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  for (const auto& name : names_of(key)) {
+    const auto h = read_header_of(dir_ + "/" + name);
+    if (h && h->header && h->header->key == key) found.emplace_back(h->header->created_ns, name);
+  }
+  std::sort(found.begin(), found.end(), std::greater<>());
+  const std::string wanted(key);
+  for (const auto& [created, name] : found) {
+    UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    std::string why, bytes;
+    if (!fd) continue;
+    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes))
+      return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
+  }
+  return {LookupState::missing, {}, {}};
+}
+
 std::optional<SysError> CacheStore::drop(std::string_view key) const {
-  const std::string path = entry_path(key);
-  if (::unlink(path.c_str()) == 0 || errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-  return SysError{path, errno_text(errno)};
+  for (const auto& name : names_of(key)) {
+    const std::string path = dir_ + "/" + name;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return SysError{path, errno_text(errno)};
+  }
+  // A directory that cannot be read: say so, rather than "nothing to drop".
+  if (::access(dir_.c_str(), F_OK) == 0 && ::access(dir_.c_str(), R_OK | X_OK) != 0)
+    return SysError{dir_, errno_text(errno)};
+  return std::nullopt;
+}
+
+std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size) {
+  std::sort(entries.begin(), entries.end(),
+            [](const SizedEntry& a, const SizedEntry& b) { return a.created_ns < b.created_ns; });
+  std::uint64_t total = 0;
+  for (const auto& e : entries)
+    total += e.size;
+  std::vector<std::string> out;
+  for (const auto& e : entries) {
+    if (total <= max_size) break;
+    out.push_back(e.name);
+    total -= e.size;
+  }
+  return out;
+}
+
+int CacheStore::trim(std::uint64_t max_size) const {
+  std::vector<SizedEntry> entries;
+  for (auto& name : entry_file_names(dir_)) {
+    const auto h = read_header_of(dir_ + "/" + name);
+    if (!h) continue;
+    // A file that is no entry counts as the oldest (gc removes corrupt ones anyway).
+    entries.push_back({h->header ? h->header->created_ns : INT64_MIN, h->size, std::move(name)});
+  }
+  int removed = 0;
+  const std::vector<std::string> oldest = over_size(std::move(entries), max_size);
+  for (const auto& name : oldest)
+    if (::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
+  return removed;
 }
 
 GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const {
@@ -280,40 +389,27 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
 
 std::vector<ListedEntry> CacheStore::list() const {
   std::vector<ListedEntry> out;
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) return out;
-  std::vector<std::string> names;
-  while (const dirent* ent = ::readdir(d))
-    if (std::string_view name = ent->d_name; name.size() > 6 && name.ends_with(".entry"))
-      names.emplace_back(name);
-  ::closedir(d);
-  for (const auto& name : names) {
+  for (const auto& name : entry_file_names(dir_)) {
     // The header and the size only: listing must not read every payload.
-    UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    std::string head;
-    if (!read_head(fd.get(), static_cast<std::uint64_t>(st.st_size), head)) continue;
-    std::string why;
-    const auto h = decode_header(head, why);
-    if (!h || h->file_size() != static_cast<std::uint64_t>(st.st_size)) continue;
-    out.push_back({h->created_ns, h->payload_len, h->key});
+    const auto h = read_header_of(dir_ + "/" + name);
+    if (!h || !h->header) continue;
+    out.push_back({h->header->created_ns, h->header->payload_len, h->header->key, h->header->inputs});
   }
   return out;
 }
 
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
-                                                        std::int64_t created_ns, std::vector<DepStamp> deps,
+                                                        std::int64_t created_ns, const Inputs& inputs,
                                                         KeepStderr keep_stderr) {
   EntryWriter w;
   const std::string digest = md5_hex(key);
-  w.final_path_ = store.entry_path(key);
+  w.final_path_ = store.entry_path(key, inputs);
   // The lock marks the build as running for --gc (released when the descriptor closes).
   if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
-  w.header_.deps = std::move(deps);
-  if (keep_stderr == KeepStderr::yes || !w.header_.deps.empty()) w.header_.version = entry_format_version_2;
+  w.header_.inputs = inputs;
+  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes);
   if (keep_stderr == KeepStderr::yes) {
     // stderr comes interleaved with stdout but is stored after it: it waits
     // in an anonymous file of the same directory (so on the same disk).
@@ -430,10 +526,10 @@ private:
 } // namespace
 
 std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
+                                                                            const Inputs& inputs,
                                                                             std::int64_t created_ns,
-                                                                            std::vector<DepStamp> deps,
                                                                             KeepStderr keep_stderr) const {
-  auto created = EntryWriter::create(*this, key, created_ns, std::move(deps), keep_stderr);
+  auto created = EntryWriter::create(*this, key, created_ns, inputs, keep_stderr);
   if (auto* e = std::get_if<SysError>(&created)) return *e;
   return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
 }

@@ -38,6 +38,7 @@ struct ListedEntry {
   std::int64_t created_ns;
   std::uint64_t size; // of the stored stdout
   std::string key;
+  Inputs inputs;
 };
 
 // Whether a build stores its stderr too (--keep-stderr).
@@ -47,6 +48,17 @@ struct GcCounts {
   int entries_removed = 0;
   int temps_removed = 0;
 };
+
+// One entry file found by its name, for --gc --max-size.
+struct SizedEntry {
+  std::int64_t created_ns;
+  std::uint64_t size; // of the file
+  std::string name;
+};
+
+// Which of `entries` to remove, oldest first, so that the rest add up to at
+// most `max_size` bytes (the newest are kept).
+std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size);
 
 // One build's entry on its way into a store. Whatever is not published when
 // it is destroyed is never servable.
@@ -74,21 +86,23 @@ class EntryStore {
 public:
   virtual ~EntryStore() = default;
   virtual bool remote() const = 0;
-  // Where the entry of `key` lives, for messages.
-  virtual std::string where(std::string_view key) const = 0;
+  // Where the entry of `key` for `inputs` lives, for messages.
+  virtual std::string where(std::string_view key, const Inputs& inputs) const = 0;
   // Makes the store ready for builds (creates the cache directory).
   virtual std::optional<SysError> prepare() const = 0;
-  // Finds and fully verifies the entry of `key`.
-  virtual Lookup lookup(std::string_view key) const = 0;
-  // Removes the entry of `key`; absent is fine.
+  // Finds and fully verifies the entry of `key` for `inputs`.
+  virtual Lookup lookup(std::string_view key, const Inputs& inputs) const = 0;
+  // The newest sound entry of `key` for any inputs (--stale-if-error).
+  virtual Lookup newest(std::string_view key) const = 0;
+  // Removes every entry of `key`, whatever its inputs; absent is fine.
   virtual std::optional<SysError> drop(std::string_view key) const = 0;
   // Every entry whose header and size are sound, in no particular order
   // (payloads are not read, so not verified).
   virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
-  // `deps`: the dependencies as they are now (before the build).
+  // `inputs`: the digest of the dependencies as they are now (before the build).
   virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                          const Inputs& inputs,
                                                                           std::int64_t created_ns,
-                                                                          std::vector<DepStamp> deps,
                                                                           KeepStderr keep_stderr) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
@@ -101,18 +115,21 @@ public:
   const std::string& dir() const { return dir_; }
 
   bool remote() const override { return false; }
-  std::string where(std::string_view key) const override { return entry_path(key); }
+  std::string where(std::string_view key, const Inputs& inputs) const override {
+    return entry_path(key, inputs);
+  }
 
   // Creates the directory with its parents, the last component 0700.
   std::optional<SysError> prepare() const override;
 
-  // DIR/<md5 of key>.entry
-  std::string entry_path(std::string_view key) const;
+  // DIR/<md5 of key>.entry without inputs, DIR/<md5 of key>.<inputs hex>.entry with.
+  std::string entry_path(std::string_view key, const Inputs& inputs = std::nullopt) const;
 
-  // Opens and fully verifies the entry of `key`.
-  Lookup lookup(std::string_view key) const override;
+  // Opens and fully verifies the entry of `key` for `inputs`.
+  Lookup lookup(std::string_view key, const Inputs& inputs = std::nullopt) const override;
+  Lookup newest(std::string_view key) const override;
 
-  // Removes the entry of `key`; absent is fine.
+  // Removes every entry of `key`; absent is fine.
   std::optional<SysError> drop(std::string_view key) const override;
 
   // Every entry whose header and size are sound, in no particular order
@@ -121,9 +138,13 @@ public:
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override { return list(); }
 
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                  const Inputs& inputs,
                                                                   std::int64_t created_ns,
-                                                                  std::vector<DepStamp> deps,
                                                                   KeepStderr keep_stderr) const override;
+
+  // --gc --max-size: removes the oldest entries until the entry files add
+  // up to at most `max_size` bytes; how many it removed.
+  int trim(std::uint64_t max_size) const;
 
   // Removes corrupt entries, entries older than max_age (when given), and
   // temporary files whose builder is gone (a builder holds a lock on its
@@ -131,6 +152,9 @@ public:
   GcCounts gc(std::optional<Nanos> max_age, std::int64_t now_ns) const;
 
 private:
+  // The names of the entry files of `key` (any inputs).
+  std::vector<std::string> names_of(std::string_view key) const;
+
   std::string dir_;
 };
 
@@ -151,10 +175,12 @@ bool serve_entry_stderr(const CachedEntry& e, int err_fd);
 // it by rename(2): readers see the old entry or the whole new one.
 class EntryWriter {
 public:
-  // `deps`: the dependencies as they are now (before the build). With
-  // either dependencies or KeepStderr::yes the entry is format version 2.
+  // `inputs`: the digest of the dependencies as they are now (before the
+  // build). With inputs the entry is format version 3; else with
+  // KeepStderr::yes version 2; else version 1 (older binaries read it).
   static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
-                                                    std::int64_t created_ns, std::vector<DepStamp> deps = {},
+                                                    std::int64_t created_ns,
+                                                    const Inputs& inputs = std::nullopt,
                                                     KeepStderr keep_stderr = KeepStderr::no);
   EntryWriter(EntryWriter&&) noexcept = default;
   EntryWriter& operator=(EntryWriter&&) noexcept = default;

@@ -1,9 +1,12 @@
-// The monotonic clock as Nanos, and the conversion the system calls need.
+// The monotonic clock as Nanos, the wall clock in ns, and the conversion the
+// system calls need.
 #pragma once
 
 #include "util/duration.hpp"
 
 #include <time.h>
+
+#include <cstdint>
 
 namespace bufferlock {
 
@@ -11,6 +14,13 @@ inline Nanos monotonic_now() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return Nanos(ts.tv_sec * 1'000'000'000LL + ts.tv_nsec);
+}
+
+// Wall-clock time: ns since the epoch (what file times are compared with).
+inline std::int64_t wall_clock_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
 // The monotonic time `d` from now; infinite_duration when that overflows.

@@ -54,7 +54,7 @@ teardown() { cache_teardown; }
     assert_one_bufferlock_line "failed with status 3"
 }
 
-@test "--list: nothing (exit 0) without entries; newest first with age, size and key" {
+@test "--list: nothing (exit 0) without entries; newest first with age, size, inputs and key" {
     run --separate-stderr blc --list
     assert_success
     assert_output ""
@@ -63,15 +63,15 @@ teardown() { cache_teardown; }
     sleep 0.05
     blc $'two\nlines' printf '' >/dev/null
     sleep 0.05
-    blc --keep-stderr --depends "$T" third sh -c 'printf ab; echo e >&2' >/dev/null 2>&1
+    blc --keep-stderr --depends "$COUNTED" third sh -c 'printf ab; echo e >&2' >/dev/null 2>&1
     : >"$C/ffffffffffffffffffffffffffffffff.entry" # not an entry: not listed
     run --separate-stderr blc --list
     assert_success
     assert_stderr_empty
     assert_equal "${#lines[@]}" 3
-    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 2 third$'
-    assert_regex "${lines[1]}" '^[0-9]+\.[0-9]{3} 0 two\\x0alines$'
-    assert_regex "${lines[2]}" '^[0-9]+\.[0-9]{3} 5 first$'
+    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 2 [0-9a-f]{12} third$'
+    assert_regex "${lines[1]}" '^[0-9]+\.[0-9]{3} 0 - two\\x0alines$'
+    assert_regex "${lines[2]}" '^[0-9]+\.[0-9]{3} 5 - first$'
     run --separate-stderr blc --list "$K"
     assert_usage_error "unexpected argument"
     run --separate-stderr blc --list --gc

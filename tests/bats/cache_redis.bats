@@ -184,7 +184,7 @@ EOF
     assert_regex "${lines[1]}" "^bufferlock: cannot release the lock: Redis at redis://127.0.0.1:$P_PORT/0: "
 }
 
-@test "--list on Redis: newest first, age, size and key; --drop removes one entry" {
+@test "--list on Redis: newest first, age, size, inputs and key; --drop removes one entry" {
     bls a echo one >/dev/null
     sleep 0.05
     bls 'b c' printf 'twelve bytes' >/dev/null
@@ -196,12 +196,12 @@ EOF
     assert_success
     assert_stderr_empty
     assert_equal "${#lines[@]}" 3
-    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 4 c$'
-    assert_regex "${lines[1]}" '^[0-9]+\.[0-9]{3} 12 b c$'
-    assert_regex "${lines[2]}" '^[0-9]+\.[0-9]{3} 4 a$'
+    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 4 - c$'
+    assert_regex "${lines[1]}" '^[0-9]+\.[0-9]{3} 12 - b c$'
+    assert_regex "${lines[2]}" '^[0-9]+\.[0-9]{3} 4 - a$'
     run --separate-stderr bls --namespace other: --list
     assert_success
-    assert_regex "$output" '^[0-9]+\.[0-9]{3} 6 d$'
+    assert_regex "$output" '^[0-9]+\.[0-9]{3} 6 - d$'
 
     run --separate-stderr bls --drop 'b c'
     assert_success

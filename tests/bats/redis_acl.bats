@@ -51,8 +51,10 @@ as_acl_user() {
     run --separate-stderr bl -r "$U" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
     assert_output 2
     assert_stderr_empty
-    # renewal: a --ttl 0.3 lock through a 1.2 s command, never lost
-    run --separate-stderr bl -r "$U" --ttl 0.3 --on-lost term renewed sh -c 'sleep 1.2; echo done'
+    # renewal: a --ttl 1.5 lock through a 3.5 s command, never lost (short
+    # timeouts, so that an attempt and --kill-after fit in the lease)
+    run --separate-stderr bl -r "$U" --ttl 1.5 --connect-timeout 0.2 --io-timeout 0.2 --on-lost term \
+        renewed sh -c 'sleep 3.5; echo done'
     assert_success
     assert_output 'done'
     assert_stderr_empty
