@@ -173,7 +173,7 @@ track_lock_holders() {
     wait_callers 30
     wait_for_file "$RUNS" 10 || fail "no rebuild started"
     track_lock_holders
-    lock_is_held "$C/locks" "$K" || fail "the rebuild does not hold the lock"
+    wait_until_held "$C/locks" "$K" "" 10 || fail "the rebuild does not hold the lock"
     for ((i = 0; i < 10; i++)); do
         assert_equal "$(caller_status "$i")" 0
         assert_equal "$(cat "$T/out.$i")" old-value

@@ -13,6 +13,10 @@ setup() {
     cache_setup
     redis_reset_shared
     export TMUX_TMPDIR="$T" # a private tmux server per test
+    # These cases are about what a terminal that has EL shows; the caller's
+    # TERM (unset under cron and CI, dumb in a bare root) must not decide.
+    # The TERM=dumb case sets its own.
+    export TERM=xterm
 }
 teardown() {
     tmux -L wl kill-server 2>/dev/null || true
