@@ -115,6 +115,7 @@ constexpr std::string_view g_keys = "Slots and several keys";
 constexpr std::string_view g_redis = "Redis";
 constexpr std::string_view g_tls = "TLS (rediss://)";
 constexpr std::string_view g_cache = "Cache";
+constexpr std::string_view g_output = "Output"; // in both help texts: cache --list has it too
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
@@ -218,12 +219,12 @@ constexpr std::array<OptionDecl, 47> option_table = {{
     {Opt::max_size, "--max-size", "SIZE", g_cache,
      "with --gc: then remove the oldest entries until the store is under SIZE (suffix K, M or G)", "", "",
      Scope::cache},
+    {Opt::json, "-J,--json", "", g_output,
+     "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
+     Scope::any},
     {Opt::verbose, "-v,--verbose", "", g_messages, "say when the lock was taken, and who holds a busy one",
      "", "", Scope::any},
     {Opt::quiet, "-q,--quiet", "", g_messages, "no warnings (errors are still printed)", "", "", Scope::any},
-    {Opt::json, "-J,--json", "", g_messages,
-     "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
-     Scope::any},
     {Opt::messages, "--messages", "FILE", g_messages, "message texts from FILE, lines \"key = text\"", "",
      "BUFFERLOCK_MESSAGES", Scope::any},
     {Opt::list_messages, "--list-messages", "", g_messages, "print every message key with its default text",
@@ -821,7 +822,7 @@ public:
   std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
     std::string out(help_prose(topic_, HelpPart::intro));
     for (const std::string& group : app->get_groups()) {
-      if (topic_ == Command::cache && group != g_cache) continue;
+      if (topic_ == Command::cache && group != g_cache && group != g_output) continue;
       out += "\n" + group;
       out += topic_ == Command::run && group == g_cache ? " (bufferlock cache --help for more):\n" : ":\n";
       for (const CLI::Option* opt :
