@@ -48,14 +48,14 @@ _bufferlock_options()
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
                 --depends --keep-stderr --force --store --max-entry --list
-                --drop --gc --max-size $backend $wait $busy --error-exit --fail-open
+                --drop --gc --max-size -J --json $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;
         status)
-            echo "$backend -s --shared --slots $busy --error-exit $redis $messages"
+            echo "$backend -s --shared --slots $busy --error-exit -J --json $redis $messages"
             ;;
         list)
-            echo "$backend --error-exit $messages"
+            echo "$backend --error-exit -J --json $messages"
             ;;
         acquire)
             echo "-r --redis $wait $busy --error-exit $redis $redis_wait $messages"

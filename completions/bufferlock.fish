@@ -145,6 +145,7 @@ set -l file_shared '__bufferlock_options_for run status'
 set -l ttl '__bufferlock_options_for run cache acquire extend'
 set -l backoff '__bufferlock_options_for run cache acquire'
 set -l cache '__bufferlock_options_for cache'
+set -l json '__bufferlock_options_for cache status list'
 
 # Backend
 complete -c bufferlock -n $file_backend -s d -l dir -xa '(__fish_complete_directories)' -d 'file locks in DIR'
@@ -205,6 +206,7 @@ complete -c bufferlock -n $cache -l list -d 'print age, size, inputs and key of 
 # Messages
 complete -c bufferlock -n $any -s v -l verbose -d 'say what happened on stderr'
 complete -c bufferlock -n $any -s q -l quiet -d 'no warnings'
+complete -c bufferlock -n $json -s J -l json -d 'print one JSON document'
 complete -c bufferlock -n $any -l messages -rF -d 'message texts from FILE'
 complete -c bufferlock -n $any -s h -l help -d 'show the help'
 complete -c bufferlock -n $run -s V -l version -d 'show the version, backends and libraries'

@@ -9,6 +9,7 @@
 #include "lock/file_lock.hpp"
 #include "lock/redis_list.hpp"
 #include "lock/redis_lock.hpp"
+#include "lock/status_format.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
 #include "secrets.hpp"
@@ -75,33 +76,41 @@ int cmd_run(const Options& o) {
 int cmd_status(const Options& o) {
   const std::unique_ptr<Lock> lock = make_lock(o, {});
   const LockStatus s = lock->status();
-  switch (s.state) {
-  case LockState::free: return write_stdout("free" + s.fields + "\n") == 0 ? exit_code::ok : o.error_exit;
-  case LockState::held: write_stdout("held" + s.fields + "\n"); return o.busy_exit;
-  case LockState::error: diag::error(s.error); return o.error_exit;
+  if (s.state == LockState::error) {
+    diag::error(s.error);
+    return o.error_exit;
   }
-  return o.error_exit;
+  const bool held = s.state == LockState::held;
+  const std::int64_t now = realtime_ns();
+  const std::string out = o.json ? status_json(o.key, s.state, lock->place(), s.info, now)
+                                 : (held ? "held" : "free") + status_fields(s.info, now) + "\n";
+  if (held) {
+    write_stdout(out);
+    return o.busy_exit;
+  }
+  return write_stdout(out) == 0 ? exit_code::ok : o.error_exit;
 }
 
 int cmd_list(const Options& o) {
   std::optional<std::string> error;
-  std::string lines;
+  std::vector<ListedLock> locks;
   if (o.backend == Backend::redis) {
     // As for a lock (make_lock): a server gone away gives EPIPE, not death.
     sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
     ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
-    lines = list_redis_locks(o.redis, error);
+    locks = list_redis_locks(o.redis, error);
   } else {
     const std::string dir = o.dir.empty() ? default_lock_dir(::getenv("XDG_RUNTIME_DIR")) : o.dir;
-    lines = list_file_locks(dir, error);
+    locks = list_file_locks(dir, error);
   }
   if (error) {
     diag::error(*error);
     return o.error_exit;
   }
-  return write_stdout(lines);
+  const std::int64_t now = realtime_ns();
+  return write_stdout(o.json ? list_json(locks, now) : list_text(locks, now));
 }
 
 int cmd_acquire(const Options& o) {

@@ -53,6 +53,7 @@ enum class Opt {
   shell_command,
   verbose,
   quiet,
+  json,
   help,
   version,
   messages,
@@ -114,10 +115,11 @@ constexpr std::string_view g_keys = "Slots and several keys";
 constexpr std::string_view g_redis = "Redis";
 constexpr std::string_view g_tls = "TLS (rediss://)";
 constexpr std::string_view g_cache = "Cache";
+constexpr std::string_view g_output = "Output"; // in both help texts: cache --list has it too
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 46> option_table = {{
+constexpr std::array<OptionDecl, 47> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -206,8 +208,9 @@ constexpr std::array<OptionDecl, 46> option_table = {{
      Scope::cache},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "redis store: a larger output is served but not stored (suffix K, M or G)", "64M", "", Scope::cache},
-    {Opt::list, "--list", "", g_cache, "print age (s), size, inputs and key of every entry, newest first", "",
-     "", Scope::cache},
+    {Opt::list, "--list", "", g_cache,
+     "print age (s), size, inputs and key of every entry, newest first (with --json: as JSON)", "", "",
+     Scope::cache},
     {Opt::drop, "--drop", "", g_cache, "remove KEY's entries, for any inputs (exit 0 even if there is none)",
      "", "", Scope::cache},
     {Opt::gc, "--gc", "", g_cache,
@@ -216,6 +219,9 @@ constexpr std::array<OptionDecl, 46> option_table = {{
     {Opt::max_size, "--max-size", "SIZE", g_cache,
      "with --gc: then remove the oldest entries until the store is under SIZE (suffix K, M or G)", "", "",
      Scope::cache},
+    {Opt::json, "-J,--json", "", g_output,
+     "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
+     Scope::any},
     {Opt::verbose, "-v,--verbose", "", g_messages, "say when the lock was taken, and who holds a busy one",
      "", "", Scope::any},
     {Opt::quiet, "-q,--quiet", "", g_messages, "no warnings (errors are still printed)", "", "", Scope::any},
@@ -369,6 +375,7 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::shell_command: p.shell_before_key = std::string(value); break;
   case Opt::verbose: o.verbosity = diag::Verbosity::verbose; break;
   case Opt::quiet: o.verbosity = diag::Verbosity::quiet; break;
+  case Opt::json: o.json = true; break;
   case Opt::help:
     o.help_topic = o.command == Command::help ? o.help_topic : o.command;
     o.command = Command::help;
@@ -815,7 +822,7 @@ public:
   std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
     std::string out(help_prose(topic_, HelpPart::intro));
     for (const std::string& group : app->get_groups()) {
-      if (topic_ == Command::cache && group != g_cache) continue;
+      if (topic_ == Command::cache && group != g_cache && group != g_output) continue;
       out += "\n" + group;
       out += topic_ == Command::run && group == g_cache ? " (bufferlock cache --help for more):\n" : ":\n";
       for (const CLI::Option* opt :
@@ -952,6 +959,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
+    if (o.json && !c.list) usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});
     const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
     if (p.store || env_store) {
       const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
@@ -975,6 +983,9 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       return o;
     }
   }
+  if (o.json && o.command != Command::status && o.command != Command::list)
+    usage(Msg::usage_option_not_here,
+          {{"option", "--json"}, {"command", subcommands[static_cast<std::size_t>(o.command)]}});
   if (o.command == Command::list) {
     if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
   } else if (!have_key) {

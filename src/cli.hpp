@@ -79,6 +79,7 @@ struct Options {
   std::vector<std::string> also; // --also KEY2...: taken with KEY, all or nothing
   bool close = false;            // --close: fork, the command does not inherit the lock
   diag::Verbosity verbosity = diag::Verbosity::normal;
+  bool json = false; // --json: status, list and cache --list print one JSON document
   std::string key;
   std::vector<std::string> argv;     // the command; for -c, {"/bin/sh", "-c", STRING}
   std::string token;                 // release / extend

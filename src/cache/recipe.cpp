@@ -9,6 +9,7 @@
 #include "run/command.hpp"
 #include "util/clock.hpp"
 #include "util/io.hpp"
+#include "util/json.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -25,7 +26,6 @@
 namespace bufferlock {
 
 namespace {
-
 
 // Whether a found entry (of the caller's inputs) may be served as it is: fresh.
 bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
@@ -233,11 +233,24 @@ std::string list_key(std::string_view key) {
   return out;
 }
 
-// cache --list: "AGE SIZE INPUTS KEY" per entry, newest first (SPEC §15).
-int list(std::vector<ListedEntry> entries) {
-  std::sort(entries.begin(), entries.end(),
-            [](const ListedEntry& a, const ListedEntry& b) { return a.created_ns > b.created_ns; });
-  const std::int64_t now = wall_clock_ns();
+// cache --list --json: {"entries": [...]}, each with the fields of the text
+// and the store's name (man page, JSON OUTPUT).
+std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now, std::string_view store) {
+  std::vector<std::string> items;
+  items.reserve(entries.size());
+  for (const auto& e : entries) {
+    JsonObject o;
+    o.string("key", e.key);
+    o.raw("age", format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns))));
+    o.number("size", e.size).string("store", store);
+    if (e.inputs) o.string("inputs", e.inputs->hex());
+    items.push_back(o.str());
+  }
+  return JsonObject().raw("entries", json_array(items)).str() + "\n";
+}
+
+// cache --list: "AGE SIZE INPUTS KEY" per entry (SPEC §15).
+std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now) {
   std::string out;
   for (const auto& e : entries) {
     out += format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns)));
@@ -249,7 +262,15 @@ int list(std::vector<ListedEntry> entries) {
     out += list_key(e.key);
     out += '\n';
   }
-  write_all(STDOUT_FILENO, out);
+  return out;
+}
+
+// cache --list, newest first, as text or JSON.
+int list(std::vector<ListedEntry> entries, bool json, std::string_view store) {
+  std::sort(entries.begin(), entries.end(),
+            [](const ListedEntry& a, const ListedEntry& b) { return a.created_ns > b.created_ns; });
+  const std::int64_t now = wall_clock_ns();
+  write_all(STDOUT_FILENO, json ? list_json(entries, now, store) : list_text(entries, now));
   return exit_code::ok;
 }
 
@@ -293,7 +314,7 @@ int cache_main(const Options& o) {
       diag::error(message(Msg::cache_redis_list_failed, {{"server", e->path}, {"error", e->reason}}));
       return o.error_exit;
     }
-    return list(std::move(std::get<std::vector<ListedEntry>>(entries)));
+    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, redis ? "redis" : "file");
   }
   if (o.cache.drop) {
     if (auto e = store.drop(o.key)) {

@@ -34,7 +34,7 @@ bool is_lock_file_name(std::string_view name) {
   return std::all_of(middle.begin() + 1, middle.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string list_file_locks(const std::string& dir, std::optional<std::string>& error) {
+std::vector<ListedLock> list_file_locks(const std::string& dir, std::optional<std::string>& error) {
   const std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
   if (!d) {
     if (errno != ENOENT) error = message(Msg::list_failed, {{"path", dir}, {"error", errno_text(errno)}});
@@ -52,8 +52,7 @@ std::string list_file_locks(const std::string& dir, std::optional<std::string>& 
     return c != 0 ? c < 0 : slot_of(a) < slot_of(b);
   });
   const std::string locks = read_proc_locks();
-  const std::int64_t now = realtime_ns();
-  std::string out;
+  std::vector<ListedLock> out;
   for (const std::string& name : names) {
     // O_NONBLOCK: a FIFO planted here cannot hang us; no flock is taken.
     UniqueFd fd(::openat(::dirfd(d.get()), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -61,11 +60,11 @@ std::string list_file_locks(const std::string& dir, std::optional<std::string>& 
     if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     HolderInfo h = file_holder_info(fd.get(), st.st_dev, st.st_ino, locks);
     if (h.pids.empty()) continue;
-    out += h.key ? list_key_text(*h.key) : "md5:" + name.substr(0, 32);
-    if (name.size() > 37) out += " slot=" + name.substr(33, name.size() - 38);
-    h.key.reset();
-    out += holder_fields(h, now);
-    out += '\n';
+    ListedLock& l = out.emplace_back();
+    l.place = {false, dir, dir + "/" + name};
+    l.digest = name.substr(0, 32);
+    l.slot = static_cast<unsigned>(slot_of(name));
+    l.info.holder = std::move(h);
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // blocks on or disturbs a lock.
 #pragma once
 
+#include "lock/status_format.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,10 +15,9 @@ namespace bufferlock {
 // optional ".SLOT", then ".lock". Pure.
 bool is_lock_file_name(std::string_view name);
 
-// One line per held lock file of `dir`, by digest then slot: the KEY its
-// holder recorded (list_key_text) or "md5:DIGEST", then " slot=I" for a
-// slot file and the holder fields of `status`. A missing DIR lists nothing.
-// On error, the message (no prefix) in `error`.
-std::string list_file_locks(const std::string& dir, std::optional<std::string>& error);
+// Every held lock file of `dir`, by digest then slot, with what its holder
+// recorded. A missing DIR lists nothing. On error, the message (no prefix)
+// in `error`.
+std::vector<ListedLock> list_file_locks(const std::string& dir, std::optional<std::string>& error);
 
 } // namespace bufferlock

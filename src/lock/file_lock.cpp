@@ -372,7 +372,7 @@ LockStatus FileLock::status() {
   };
   const std::string text = read_proc_locks();
   unsigned taken = 0;
-  std::string fields;
+  StatusInfo info;
   for (unsigned i = 0; i < slots_; ++i) {
     const std::string path = slot_path(i);
     UniqueFd fd(::open(path.c_str(), O_RDONLY | open_flags));
@@ -386,20 +386,20 @@ LockStatus FileLock::status() {
     if (::flock(fd.get(), op | LOCK_NB) == 0) continue;
     if (errno != EWOULDBLOCK) return failed(path, errno_text(errno));
     ++taken;
-    const HolderInfo h = file_holder_info(fd.get(), st.st_dev, st.st_ino, text);
-    if (slots_ == 1) {
-      fields = holder_fields(h, realtime_ns());
-    } else {
-      for (pid_t p : h.pids) {
-        fields += fields.empty() ? " pid=" : ",";
-        fields += std::to_string(p);
-      }
-    }
+    HolderInfo h = file_holder_info(fd.get(), st.st_dev, st.st_ino, text);
+    h.key.reset(); // KEY is the one asked about
+    if (slots_ == 1)
+      info.holder = std::move(h);
+    else
+      info.holder.pids.insert(info.holder.pids.end(), h.pids.begin(), h.pids.end());
   }
   const bool held = taken == slots_;
-  if (slots_ > 1)
-    fields = " slots=" + std::to_string(taken) + "/" + std::to_string(slots_) + (held ? fields : "");
-  return {held ? LockState::held : LockState::free, fields, {}};
+  if (slots_ > 1) {
+    info.slots_taken = taken;
+    info.slots_total = slots_;
+    if (!held) info.holder = {}; // who holds them, once all are taken
+  }
+  return {held ? LockState::held : LockState::free, std::move(info), {}};
 }
 
 } // namespace bufferlock

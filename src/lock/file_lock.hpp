@@ -58,6 +58,7 @@ public:
   std::string holder() override;
 
   std::string where() const override { return path_; }
+  LockPlace place() const override { return {false, dir_, slot_path(0)}; }
   void export_env() const override;
 
   // The descriptor that holds the lock (close-on-exec); -1 before acquire.

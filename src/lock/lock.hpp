@@ -1,6 +1,7 @@
 // The one lock interface both backends implement (STYLE point 3).
 #pragma once
 
+#include "lock/holder_record.hpp"
 #include "lock/outcome.hpp"
 #include "run/command.hpp"
 #include "util/duration.hpp"
@@ -14,13 +15,28 @@ namespace bufferlock {
 
 enum class LockState { free, held, error };
 
-// What `bufferlock status` prints: the state, and what is known of the holder
-// as " name=value" fields (" pid=12", " ttl=3.000", " slots=2/3", and the
-// holder's record: holder_fields() in lock/holder_record.hpp).
+// What is known of a lock besides its state, each field only when known:
+// `status` and `list` print it as text or JSON (lock/status_format.hpp).
+struct StatusInfo {
+  std::optional<std::int64_t> ttl_ms;               // redis: the time left
+  bool no_ttl = false;                              // redis: a key without expiry (ttl=none)
+  std::optional<unsigned> slots_taken, slots_total; // with --slots N > 1
+  HolderInfo holder;                                // with --slots N > 1: only the pids, once all are taken
+};
+
+// What `bufferlock status` finds.
 struct LockStatus {
   LockState state;
-  std::string fields;
+  StatusInfo info;
   std::string error; // with error: the message
+};
+
+// Where a lock lives, for --json: the file backend's DIR and lock file
+// (slot 0's), or the Redis server as messages name it and the key (slot 0's).
+struct LockPlace {
+  bool redis = false;
+  std::string where; // DIR, or the server
+  std::string name;  // the lock file's path, or the Redis key
 };
 
 class Lock {
@@ -44,6 +60,9 @@ public:
 
   // Where the lock lives, for -v ("/run/user/1000/bufferlock/....lock").
   virtual std::string where() const = 0;
+
+  // The same, in parts, for --json.
+  virtual LockPlace place() const = 0;
 
   // Puts the backend's variables into the environment the command will get.
   virtual void export_env() const = 0;

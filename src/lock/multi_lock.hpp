@@ -31,6 +31,7 @@ public:
   LockStatus status() override { return locks_.front()->status(); }
   std::string holder() override;      // of the key that was busy
   std::string where() const override; // every lock, in order
+  LockPlace place() const override { return locks_.front()->place(); }
   // KEY's variables (BUFFERLOCK_SLOT, BUFFERLOCK_FENCE...), then for the
   // --also keys, in the order named, BUFFERLOCK_ALSO_SLOT and
   // BUFFERLOCK_ALSO_FENCE as space-separated lists ("-": no fence).

@@ -63,12 +63,13 @@ std::vector<std::string> scan_patterns(const RedisSettings& settings) {
   return patterns;
 }
 
-// One line per lock of `found` that `state_of` finds held; the first error stops.
-std::string list_lines(const FoundLocks& found,
-                       const std::function<RedisResult<RedisSlotState>(const std::string&)>& state_of,
-                       std::optional<RedisError>& error) {
-  std::string out;
-  const std::int64_t now = realtime_ns();
+// Every lock of `found` that `state_of` finds held, on `server`; the first
+// error stops.
+std::vector<ListedLock>
+held_locks(const FoundLocks& found, const std::string& server,
+           const std::function<RedisResult<RedisSlotState>(const std::string&)>& state_of,
+           std::optional<RedisError>& error) {
+  std::vector<ListedLock> out;
   for (const auto& [id, name] : found) {
     auto state = state_of(name);
     if (auto* e = std::get_if<RedisError>(&state)) {
@@ -77,10 +78,7 @@ std::string list_lines(const FoundLocks& found,
     }
     const RedisSlotState& st = std::get<RedisSlotState>(state);
     if (st.pttl == -2) continue; // expired or released since the SCAN
-    out += st.holder.key ? list_key_text(*st.holder.key) : "md5:" + id.first;
-    if (id.second > 0) out += " slot=" + std::to_string(id.second);
-    out += redis_status_fields(st, now);
-    out += '\n';
+    out.push_back({{true, server, name}, id.first, id.second, redis_status_info(st)});
   }
   return out;
 }
@@ -94,11 +92,11 @@ RedisResult<RedisSlotState> only(RedisResult<std::vector<RedisSlotState>> states
 
 // Over a quorum (SPEC §13): SCAN every server, then a lock is listed when a
 // majority hold it with one token.
-std::string list_quorum_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_quorum_locks(const RedisSettings& settings, std::optional<std::string>& error) {
   QuorumClient quorum(settings.quorum, {settings.connect_timeout, settings.io_timeout});
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", quorum.server()}, {"error", e.text}});
-    return std::string();
+    return std::vector<ListedLock>();
   };
   auto names = quorum.scan(scan_patterns(settings));
   if (auto* e = std::get_if<RedisError>(&names)) return failed(*e);
@@ -106,19 +104,20 @@ std::string list_quorum_locks(const RedisSettings& settings, std::optional<std::
   for (const auto& name : std::get<std::vector<std::string>>(names))
     if (auto n = parse_redis_lock_name(settings, name)) found.emplace(std::pair(n->digest, n->slot), name);
   std::optional<RedisError> e;
-  std::string out = list_lines(
-      found, [&](const std::string& name) { return only(quorum_slot_states(quorum, {name}, true)); }, e);
+  auto out = held_locks(
+      found, quorum.server(),
+      [&](const std::string& name) { return only(quorum_slot_states(quorum, {name}, true)); }, e);
   return e ? failed(*e) : out;
 }
 
 } // namespace
 
-std::string list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
   if (settings.quorum.size() > 1) return list_quorum_locks(settings, error);
   RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout});
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", client.server()}, {"error", e.text}});
-    return std::string();
+    return std::vector<ListedLock>();
   };
   const std::vector<std::string> patterns = scan_patterns(settings);
   FoundLocks found;
@@ -140,14 +139,16 @@ std::string list_redis_locks(const RedisSettings& settings, std::optional<std::s
         if (!page) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
         cursor = std::move(page->cursor);
         for (const std::string_view name : page->names)
-          if (auto n = parse_redis_lock_name(settings, name)) found.emplace(std::pair(n->digest, n->slot), name);
+          if (auto n = parse_redis_lock_name(settings, name))
+            found.emplace(std::pair(n->digest, n->slot), name);
       } while (cursor != "0");
     }
   }
   // One key per script: on a cluster the locks live in different slots.
   std::optional<RedisError> e;
-  std::string out = list_lines(
-      found, [&](const std::string& name) { return only(redis_slot_states(client, {name})); }, e);
+  auto out = held_locks(
+      found, client.server(),
+      [&](const std::string& name) { return only(redis_slot_states(client, {name})); }, e);
   return e ? failed(*e) : out;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cli.hpp"
+#include "lock/status_format.hpp"
 
 #include <optional>
 #include <string>
@@ -21,10 +22,8 @@ struct RedisLockName {
 };
 std::optional<RedisLockName> parse_redis_lock_name(const RedisSettings& settings, std::string_view name);
 
-// One line per lock held now, by digest then slot: the KEY its holder
-// recorded (list_key_text) or "md5:DIGEST", " slot=I" for a slot key, then
-// the fields of `status` (ttl= and the holder's). On error, the message (no
-// prefix) in `error`.
-std::string list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error);
+// Every lock held now, by digest then slot, with its TTL and what its holder
+// recorded. On error, the message (no prefix) in `error`.
+std::vector<ListedLock> list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error);
 
 } // namespace bufferlock

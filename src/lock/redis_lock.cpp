@@ -2,6 +2,7 @@
 
 #include "lock/backoff.hpp"
 #include "lock/file_lock.hpp"
+#include "lock/status_format.hpp"
 #include "messages.hpp"
 #include "redis/cluster.hpp"
 #include "redis/scripts.hpp"
@@ -157,12 +158,14 @@ quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_ke
   return out;
 }
 
-std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns) {
-  // From the milliseconds as they are: in nanoseconds a TTL Redis accepts (up to
-  // ~292 million years) would overflow.
-  std::string ttl =
-      s.pttl == -1 ? std::string(" ttl=none") : fmt::format(" ttl={}.{:03}", s.pttl / 1000, s.pttl % 1000);
-  return ttl + holder_fields(s.holder, now_ns);
+StatusInfo redis_status_info(const RedisSlotState& s) {
+  StatusInfo info;
+  if (s.pttl == -1)
+    info.no_ttl = true;
+  else
+    info.ttl_ms = s.pttl;
+  info.holder = s.holder;
+  return info;
 }
 
 std::string redis_lock_key(const RedisSettings& settings, std::string_view key) {
@@ -346,30 +349,33 @@ LockStatus RedisLock::status() {
   if (auto* e = std::get_if<RedisError>(&states)) return failed(*e);
   const auto& slots = std::get<std::vector<RedisSlotState>>(states);
   unsigned taken = 0;
-  std::string pids;
+  std::vector<pid_t> pids;
   for (const auto& st : slots) {
     if (st.pttl < -2) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"));
     if (st.pttl == -2) continue;
     ++taken;
-    for (pid_t p : st.holder.pids)
-      pids += (pids.empty() ? " pid=" : ",") + std::to_string(p);
+    pids.insert(pids.end(), st.holder.pids.begin(), st.holder.pids.end());
   }
   const bool held = taken == slots_;
-  if (slots_ == 1)
-    return {held ? LockState::held : LockState::free,
-            held ? redis_status_fields(slots[0], realtime_ns()) : "",
-            {}};
+  const LockState state = held ? LockState::held : LockState::free;
+  if (slots_ == 1) {
+    StatusInfo info = held ? redis_status_info(slots[0]) : StatusInfo{};
+    info.holder.key.reset(); // KEY is the one asked about
+    return {state, std::move(info), {}};
+  }
   // As the file backend: how many are taken, and by whom once all are.
-  return {held ? LockState::held : LockState::free,
-          " slots=" + std::to_string(taken) + "/" + std::to_string(slots_) + (held ? pids : ""),
-          {}};
+  StatusInfo info;
+  info.slots_taken = taken;
+  info.slots_total = slots_;
+  if (held) info.holder.pids = std::move(pids);
+  return {state, std::move(info), {}};
 }
 
 std::string RedisLock::holder() {
   const LockStatus s = status();
   if (s.state != LockState::held) return {};
   // The same fields as `status` prints (SPEC §9).
-  return "held by another token," + s.fields;
+  return "held by another token," + status_fields(s.info, realtime_ns());
 }
 
 std::string RedisLock::where() const { return key_ + " on " + server(); }

@@ -52,8 +52,8 @@ RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std
 RedisResult<std::vector<RedisSlotState>>
 quorum_slot_states(QuorumClient& quorum, const std::vector<std::string>& slot_keys, bool same_token);
 
-// " ttl=3.000 pid=12 host=h since=1.250 fence=7" for a held slot.
-std::string redis_status_fields(const RedisSlotState& s, std::int64_t now_ns);
+// What status and list show of a held slot: its TTL and holder.
+StatusInfo redis_status_info(const RedisSlotState& s);
 
 class RedisLock final : public Lock {
 public:
@@ -67,6 +67,7 @@ public:
   LockStatus status() override;
   std::string holder() override;
   std::string where() const override;
+  LockPlace place() const override { return {true, server(), slot_keys_.front()}; }
   void export_env() const override;
   std::optional<Ticker> keepalive() override;
   unsigned slot() const override { return slot_; }

@@ -5,7 +5,7 @@
 #   options.sh help BINARY          long options of "--help" and "cache --help"
 #   options.sh help-short BINARY    short options (-d ...) of both help texts
 #   options.sh cache-only BINARY    the options "cache --help" describes in its
-#                                   option column (those of cache alone)
+#                                   option column (those of cache, long and short)
 #   options.sh man-documented PAGE  options in the tags of the items under
 #                                   OPTIONS in a man(7) page (long and short)
 #   options.sh man-mentioned PAGE   every long option named anywhere in it
@@ -47,7 +47,9 @@ help-short)
         grep -oE '^ +-[a-zA-Z],' | tr -d ' ,' | sort -u
     ;;
 cache-only)
-    "$file" cache --help | grep -E '^ +(-[a-zA-Z], )?--[a-z]' | long_options | sort -u
+    # long and short names, as "help" and "help-short" give them (-J, --json)
+    "$file" cache --help | grep -E '^ +(-[a-zA-Z], )?--[a-z]' |
+        { grep -oE -- '^ +-[a-zA-Z],|--[a-z][a-z0-9]*(-[a-z0-9]+)*' || true; } | tr -d ' ,' | sort -u
     ;;
 man-documented)
     man_section "$file" OPTIONS | tp_tags |
