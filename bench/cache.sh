@@ -112,11 +112,14 @@ cmd_a() {
         deps) CMD=("$BL" cache --cache-dir "$D" "${DEPS[@]}" k.dep -- /bin/false) ;;
         base) CMD=("$BASELINE" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         rhit) CMD=("$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$size" -- /bin/false) ;;
-        rget) CMD=("$RCLI" -p "$PORT" --raw GET "$(rkey "k.$size")") ;;
+        rget) CMD=("$RCLI" -p "$PORT" --raw GET "raw.k.$size") ;;
         # (d): size is the input (large: the 100 MiB file, tree: the directory)
         dplain) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         dwarm) CMD=("$BL" cache --cache-dir "$D" --depends "$(dep_path "$size")" "k.d$size" -- /bin/false) ;;
         dcold) CMD=("$BL" cache --cache-dir "$DC" --depends "$(dep_path "$size")" "k.d$size" -- /bin/false) ;;
+        # the floor of any check of a tree that does not trust its own records:
+        # one stat of every file (find -newer reads no content)
+        dfind) CMD=("$(command -v find)" "$(dep_path "$size")" -type f -newer "$tmp/p.small") ;;
         dcat) if [[ $size == tree ]]; then CMD=("$CAT" "${TREE_FILES[@]}"); else CMD=("$CAT" "$tmp/p.large"); fi ;;
     esac
 }
@@ -214,7 +217,7 @@ done
 [[ -s $D/stat-cache.$(id -u) ]] || err "no stat cache was written"
 # dplain: the plain hit again, under a name of its own, so that the ratios
 # compare runs of the same rounds
-d_warm=(dplain.small.null dwarm.large.null dwarm.tree.null)
+d_warm=(dplain.small.null dwarm.large.null dwarm.tree.null dfind.tree.null)
 d_cold=(dcat.large.null dcold.large.null dcat.tree.null dcold.tree.null)
 hr "(d) --depends hits, warm stat cache: $S_ROUNDS interleaved rounds x $S_BATCH runs per tool"
 run_group "$S_ROUNDS" "$S_BATCH" "${d_warm[@]}"
@@ -223,6 +226,7 @@ hr "(d) --depends, cold (inputs hashed): $L_ROUNDS interleaved rounds x $L_BATCH
 run_group "$L_ROUNDS" "$L_BATCH" "${d_cold[@]}"
 print_group dcat.large.null "${d_cold[@]}"
 echo "  (xtrue here: vs the first tool; dwarm = hit with --depends, the stat cache warm;"
+echo "   dfind = find -newer over the tree: a stat of every file, nothing read;"
 echo "   dcold = the same hit hashing every input; dcat = cat of the same files to /dev/null)"
 
 # ------------------------------------------------- (b) stampede -------------
@@ -263,8 +267,6 @@ echo "  another by the driver, each with its own output file)"
 
 start_redis
 URL=redis://127.0.0.1:$PORT/0
-# rkey KEY: the Redis key of KEY's entry (REDIS LAYOUT)
-rkey() { printf '{buffer:lock:%s}:entry' "$(printf %s "$1" | md5sum | cut -c1-32)"; }
 hr "(c) --store redis: the builder streaming 100 MiB into Redis"
 r_build=$("$SPAWN" run 1 null -- "$BL" cache --cache-dir "$D" --store redis -r "$URL" --max-entry 200M \
     k.large -- "$CAT" "$tmp/p.large" || true)
@@ -274,6 +276,8 @@ printf '  build: wall %s ms, peak RSS %s KiB\n' "$(ms "$r_build_ns" 1)" "$r_buil
 "$BL" cache --cache-dir "$D" --store redis -r "$URL" k.small -- "$CAT" "$tmp/p.small" >/dev/null ||
     err "building the 4 KiB --store redis entry failed"
 for s in small large; do
+    # the peer: the same bytes as one plain string (an entry is a hash of parts)
+    "$RCLI" -p "$PORT" -x SET "raw.k.$s" <"$tmp/p.$s" >/dev/null || err "SET of the raw $s value failed"
     if ! "$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$s" -- /bin/false | cmp -s - "$tmp/p.$s"; then
         err "a --store redis hit on the $s entry did not print the payload"
     fi
@@ -286,7 +290,7 @@ print_group rget.small.null "${r_small[@]}"
 hr "(c) --store redis hits, 100 MiB: $L_ROUNDS interleaved rounds x $L_BATCH runs per tool"
 run_group "$L_ROUNDS" "$L_BATCH" "${r_large[@]}"
 print_group rget.large.null "${r_large[@]}"
-echo "  (xtrue here: vs redis-cli --raw GET of the same value; rget = redis-cli, rhit ="
+echo "  (xtrue here: vs redis-cli --raw GET of the same bytes as one string; rget = redis-cli, rhit ="
 echo "   bufferlock cache --store redis hit, cache = file-store hit; all to /dev/null)"
 stop_redis
 
@@ -337,7 +341,16 @@ d_ratio() { if ((a_fail[$1] || a_fail[$2])); then echo -; else ratio "${a_med[$1
 target "(d) warm --depends 100 MiB file / plain hit" "$(d_ratio dwarm.large.null dplain.small.null)" '<=' 1.2
 target "(d) warm --depends 2,000 files / plain hit" "$(d_ratio dwarm.tree.null dplain.small.null)" '<=' 1.2
 echo "      (medians: plain $(us "${a_med[dplain.small.null]}"), file $(us "${a_med[dwarm.large.null]}")," \
-    "tree $(us "${a_med[dwarm.tree.null]}") us)"
+    "tree $(us "${a_med[dwarm.tree.null]}") us; find -newer over the tree $(us "${a_med[dfind.tree.null]}"),"\
+    "bare true $(us "${a_med[true]}") us)"
+# What the tree adds to a plain hit, against what a stat walk of it costs
+# find over a bare process start: the per-file floor, which no check that
+# sees an edited file can go below.
+if ! ((a_fail[dwarm.tree.null] || a_fail[dplain.small.null] || a_fail[dfind.tree.null])); then
+    echo "      (the tree's cost over a plain hit / find's over bare true:" \
+        "$(ratio "$(( ${a_med[dwarm.tree.null]} - ${a_med[dplain.small.null]} ))" \
+            "$(( ${a_med[dfind.tree.null]} - ${a_med[true]} ))")x)"
+fi
 target "(d) cold hashing speed / cat's, 100 MiB" "$(d_ratio dcat.large.null dcold.large.null)" '>=' 0.8
 target "(d) cold hashing speed / cat's, 2,000 files" "$(d_ratio dcat.tree.null dcold.tree.null)" '>=' 0.8
 echo "      (medians: cat $(ms "${a_med[dcat.large.null]}" 1) / hash $(ms "${a_med[dcold.large.null]}" 1) ms;" \
