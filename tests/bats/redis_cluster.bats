@@ -98,14 +98,28 @@ url_of() {
     assert_success
 }
 
-@test "cluster: list shows the locks of every master, asked through any node" {
-    local n k tokens=()
+# hold_one_per_master: acquires a lock on each master (through C1) and sets
+# tokens=(KEY TOKEN KEY TOKEN ...); release_held releases them (through C3).
+hold_one_per_master() {
+    local n k
+    tokens=()
     for n in C1 C2 C3; do
         k=$(cluster_key_on "$n")
         run --separate-stderr bl acquire -r "$C1_URL" --ttl 30 "$k"
         assert_success
         tokens+=("$k" "$output")
     done
+}
+release_held() {
+    local i
+    for ((i = 0; i < ${#tokens[@]}; i += 2)); do
+        bl release -r "$C3_URL" "${tokens[i]}" "${tokens[i + 1]}"
+    done
+}
+
+@test "cluster: list shows the locks of every master, asked through any node" {
+    local n k tokens=()
+    hold_one_per_master
     run --separate-stderr bl list -r "$C2_URL"
     assert_success
     assert_stderr_empty
@@ -114,13 +128,35 @@ url_of() {
         k=$(cluster_key_on "$n")
         assert_regex "$output" "(^|"$'\n'")$k ttl="
     done
-    local i
-    for ((i = 0; i < ${#tokens[@]}; i += 2)); do
-        bl release -r "$C3_URL" "${tokens[i]}" "${tokens[i + 1]}"
-    done
+    release_held
     run --separate-stderr bl list -r "$C3_URL"
     assert_success
     assert_output ""
+}
+
+@test "cluster: list --json has the locks of every master, as the text form" {
+    local k tokens=()
+    hold_one_per_master
+    run --separate-stderr bl list -r "$C2_URL"
+    assert_success
+    local text=$output
+    run --separate-stderr bl list --json -r "$C2_URL"
+    assert_success
+    assert_stderr_empty
+    local doc=$output
+    assert_equal "$(jq '.locks | length' <<<"$doc")" 3
+    # the same locks in the same order as the text's lines
+    assert_equal "$(jq -r '.locks[].key' <<<"$doc")" "$(cut -d' ' -f1 <<<"$text")"
+    for k in "${tokens[0]}" "${tokens[2]}" "${tokens[4]}"; do
+        assert_equal "$(jq -r --arg k "$k" '.locks[] | select(.key == $k) | .redis_key' <<<"$doc")" \
+            "$(redis_key "$k")"
+        assert_equal "$(jq -r --arg k "$k" '.locks[] | select(.key == $k) | "\(.state) \(.backend) \(.ttl > 0)"' \
+            <<<"$doc")" "held redis true"
+    done
+    release_held
+    run --separate-stderr bl list --json -r "$C3_URL"
+    assert_success
+    assert_output '{"locks": []}'
 }
 
 @test "cluster: a user made from the man page's rule with its Cluster and list lines: MOVED, slots, list" {
