@@ -61,7 +61,10 @@ std::vector<ListedLock> list_file_locks(const std::string& dir, std::optional<st
     HolderInfo h = file_holder_info(fd.get(), st.st_dev, st.st_ino, locks);
     if (h.pids.empty()) continue;
     ListedLock& l = out.emplace_back();
-    l.place = {false, dir, dir + "/" + name};
+    std::string path = dir;
+    path += '/';
+    path += name;
+    l.place = {false, dir, std::move(path)};
     l.digest = name.substr(0, 32);
     l.slot = static_cast<unsigned>(slot_of(name));
     l.info.holder = std::move(h);
