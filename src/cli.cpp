@@ -82,6 +82,7 @@ enum class Opt {
   drop,
   gc,
   depends,
+  output,
   keep_stderr,
   force,
   store,
@@ -119,7 +120,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 47> option_table = {{
+constexpr std::array<OptionDecl, 48> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -197,6 +198,10 @@ constexpr std::array<OptionDecl, 47> option_table = {{
     {Opt::depends, "--depends", "PATH", g_cache,
      "the entry also depends on what PATH holds (a file's bytes, a directory's tree, or that it is "
      "missing): one entry per input state (repeatable)",
+     "", "", Scope::cache},
+    {Opt::output, "--output", "PATH", g_cache,
+     "after a successful build, store the file or directory PATH with the entry; hits put it in place "
+     "(repeatable)",
      "", "", Scope::cache},
     {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
      "", "", Scope::cache},
@@ -439,6 +444,11 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     if (auto why = bad_depends_path(value))
       usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
     o.cache.depends.emplace_back(value);
+    break;
+  case Opt::output:
+    if (auto why = bad_output_path(value))
+      usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
+    o.cache.outputs.emplace_back(value);
     break;
   case Opt::store: p.store = std::string(value); break;
   case Opt::max_entry: {

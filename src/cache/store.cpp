@@ -393,14 +393,16 @@ std::vector<ListedEntry> CacheStore::list() const {
     // The header and the size only: listing must not read every payload.
     const auto h = read_header_of(dir_ + "/" + name);
     if (!h || !h->header) continue;
-    out.push_back({h->header->created_ns, h->header->payload_len, h->header->key, h->header->inputs});
+    out.push_back({h->header->created_ns, h->header->payload_len, h->header->key, h->header->inputs,
+                   h->header->outputs.size()});
   }
   return out;
 }
 
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
                                                         std::int64_t created_ns, const Inputs& inputs,
-                                                        KeepStderr keep_stderr) {
+                                                        const BuildContents& what) {
+  const KeepStderr keep_stderr = what.keep_stderr;
   EntryWriter w;
   const std::string digest = md5_hex(key);
   w.final_path_ = store.entry_path(key, inputs);
@@ -409,7 +411,8 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
-  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes);
+  w.header_.outputs = what.outputs;
+  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty());
   if (keep_stderr == KeepStderr::yes) {
     // stderr comes interleaved with stdout but is stored after it: it waits
     // in an anonymous file of the same directory (so on the same disk).
@@ -438,6 +441,7 @@ void EntryWriter::fail(int err) {
   ::unlink(temp_path_.c_str());
   fd_.reset();
   stderr_fd_.reset();
+  outputs_fd_.reset();
 }
 
 bool EntryWriter::append(const char* data, std::size_t len) {
@@ -462,27 +466,36 @@ bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   return true;
 }
 
-// Moves the held stderr behind stdout, hashing it on the way.
-bool EntryWriter::copy_stderr() {
-  std::vector<char> buf(std::min<std::uint64_t>(header_.stderr_len, small_read));
-  for (std::uint64_t at = 0; at < header_.stderr_len;) {
-    const std::size_t take = std::min<std::uint64_t>(header_.stderr_len - at, buf.size());
-    if (!pread_all(stderr_fd_.get(), buf.data(), take, static_cast<off_t>(at)) ||
-        !write_all(fd_.get(), buf.data(), take))
+bool EntryWriter::add_outputs(UniqueFd fd, std::uint64_t len) {
+  if (error_) return false;
+  outputs_fd_ = std::move(fd);
+  header_.outputs_len = len;
+  return true;
+}
+
+// Appends `len` bytes of `src` (held stderr, the outputs archive) to the
+// entry, hashing them on the way.
+bool EntryWriter::copy_behind(int src, std::uint64_t len) {
+  std::vector<char> buf(std::min<std::uint64_t>(len, small_read));
+  for (std::uint64_t at = 0; at < len;) {
+    const std::size_t take = std::min<std::uint64_t>(len - at, buf.size());
+    if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
       return false;
     payload_hash_.update(buf.data(), take);
     at += take;
   }
-  stderr_fd_.reset();
   return true;
 }
 
 std::optional<SysError> EntryWriter::publish() {
   if (error_) return error_;
-  if (stderr_fd_ && !copy_stderr()) {
+  if ((stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) ||
+      (outputs_fd_ && !copy_behind(outputs_fd_.get(), header_.outputs_len))) {
     fail(errno);
     return error_;
   }
+  stderr_fd_.reset();
+  outputs_fd_.reset();
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
@@ -515,6 +528,7 @@ public:
   explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
   bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
   bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
+  bool add_outputs(UniqueFd fd, std::uint64_t len) override { return w_.add_outputs(std::move(fd), len); }
   std::optional<SysError> publish() override { return w_.publish(); }
   const std::optional<SysError>& error() const override { return w_.error(); }
   std::optional<CachedEntry> entry() override { return w_.entry(); }
@@ -528,8 +542,8 @@ private:
 std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
                                                                             const Inputs& inputs,
                                                                             std::int64_t created_ns,
-                                                                            KeepStderr keep_stderr) const {
-  auto created = EntryWriter::create(*this, key, created_ns, inputs, keep_stderr);
+                                                                            const BuildContents& what) const {
+  auto created = EntryWriter::create(*this, key, created_ns, inputs, what);
   if (auto* e = std::get_if<SysError>(&created)) return *e;
   return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
 }

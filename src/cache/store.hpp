@@ -39,10 +39,18 @@ struct ListedEntry {
   std::uint64_t size; // of the stored stdout
   std::string key;
   Inputs inputs;
+  std::size_t outputs = 0; // --output PATHs stored with it
 };
 
 // Whether a build stores its stderr too (--keep-stderr).
 enum class KeepStderr { no, yes };
+
+// What a build stores besides stdout: its stderr, and the --output PATHs
+// (whose archive comes by EntryBuild::add_outputs).
+struct BuildContents {
+  KeepStderr keep_stderr = KeepStderr::no;
+  std::vector<std::string> outputs;
+};
 
 struct GcCounts {
   int entries_removed = 0;
@@ -69,6 +77,9 @@ public:
   // error() says why, and nothing more is written).
   virtual bool append(const char* data, std::size_t len) = 0;
   virtual bool append_stderr(const char* data, std::size_t len) = 0;
+  // The outputs archive (--output): `len` bytes of `fd` from its start,
+  // stored after stdout and stderr on publish(). Fails like append().
+  virtual bool add_outputs(UniqueFd fd, std::uint64_t len) = 0;
   // Makes the entry visible at once and whole.
   virtual std::optional<SysError> publish() = 0;
   virtual const std::optional<SysError>& error() const = 0;
@@ -103,7 +114,7 @@ public:
   virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                           const Inputs& inputs,
                                                                           std::int64_t created_ns,
-                                                                          KeepStderr keep_stderr) const = 0;
+                                                                          const BuildContents& what) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
 };
@@ -140,7 +151,7 @@ public:
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                   const Inputs& inputs,
                                                                   std::int64_t created_ns,
-                                                                  KeepStderr keep_stderr) const override;
+                                                                  const BuildContents& what) const override;
 
   // --gc --max-size: removes the oldest entries until the entry files add
   // up to at most `max_size` bytes; how many it removed.
@@ -176,12 +187,12 @@ bool serve_entry_stderr(const CachedEntry& e, int err_fd);
 class EntryWriter {
 public:
   // `inputs`: the digest of the dependencies as they are now (before the
-  // build). With inputs the entry is format version 3; else with
-  // KeepStderr::yes version 2; else version 1 (older binaries read it).
+  // build). With inputs or outputs the entry is format version 3; else
+  // with KeepStderr::yes version 2; else version 1 (older binaries read it).
   static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
                                                     std::int64_t created_ns,
                                                     const Inputs& inputs = std::nullopt,
-                                                    KeepStderr keep_stderr = KeepStderr::no);
+                                                    const BuildContents& what = {});
   EntryWriter(EntryWriter&&) noexcept = default;
   EntryWriter& operator=(EntryWriter&&) noexcept = default;
   ~EntryWriter();
@@ -193,6 +204,8 @@ public:
   // Appends stderr bytes (held apart until publish(); ignored without
   // KeepStderr::yes). Fails like append().
   bool append_stderr(const char* data, std::size_t len);
+  // The outputs archive, copied behind stderr by publish().
+  bool add_outputs(UniqueFd fd, std::uint64_t len);
 
   // Completes the file and renames it into place. Afterwards entry() serves it.
   std::optional<SysError> publish();
@@ -204,13 +217,14 @@ public:
 private:
   EntryWriter() = default;
   void fail(int err);
-  bool copy_stderr();
+  bool copy_behind(int src, std::uint64_t len);
 
   std::string temp_path_;
   std::string final_path_;
   EntryHeader header_;
   UniqueFd fd_;
   UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
+  UniqueFd outputs_fd_; // --output: the archive, from add_outputs()
   Checksum payload_hash_;
   std::optional<SysError> error_;
   bool published_ = false;

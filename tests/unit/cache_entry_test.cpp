@@ -191,7 +191,7 @@ TEST_F(CacheStoreTest, AnAbandonedWriterLeavesNothing) {
 }
 
 TEST_F(CacheStoreTest, Version2EntriesKeepStderr) {
-  auto created = EntryWriter::create(*store_, "k2", 7, std::nullopt, KeepStderr::yes);
+  auto created = EntryWriter::create(*store_, "k2", 7, std::nullopt, BuildContents{KeepStderr::yes, {}});
   ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
   EntryWriter& w = std::get<EntryWriter>(created);
   ASSERT_TRUE(w.append("out1", 4));
@@ -319,6 +319,44 @@ TEST(CacheEntry, Version3SectionsAreSkippedUnlessRequired) {
   std::string bad_count = bytes;
   bad_count[64] = 2; // two sections announced, one there
   EXPECT_FALSE(decode_header(bad_count, why));
+}
+
+// The outputs section (--output): pinned, decoded into the header's fields,
+// and counted in the body the payload checksum covers.
+TEST(CacheEntry, OutputsSectionIsPinnedAndRoundTrips) {
+  EntryHeader h;
+  h.version = entry_version_for(std::nullopt, false, true);
+  ASSERT_EQ(h.version, entry_format_version_3);
+  h.key = "key";
+  h.payload_len = 2;
+  h.outputs = {"dist", "a/b"};
+  h.outputs_len = 300;
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x01\x00\x00\x80\x1b\x00\x00\x00", 8)); // type 1|required, 27
+  EXPECT_EQ(bytes.substr(83, 12), std::string("\x2c\x01\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00", 12));
+  EXPECT_EQ(bytes.substr(95), std::string("\x04\x00\x00\x00" "dist" "\x03\x00\x00\x00" "a/b", 15));
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->outputs, h.outputs);
+  EXPECT_EQ(back->outputs_len, 300u);
+  EXPECT_EQ(back->body_len(), 302u);
+  EXPECT_EQ(back->outputs_offset(), bytes.size() + 2);
+  EXPECT_TRUE(back->sections.empty());
+  std::string cut = bytes;
+  cut[95] = 9; // a path longer than the section
+  EXPECT_FALSE(decode_header(cut, why));
+}
+
+TEST(CacheDepends, BadOutputPaths) {
+  EXPECT_TRUE(bad_output_path(""));
+  EXPECT_TRUE(bad_output_path("."));
+  EXPECT_TRUE(bad_output_path("a/.."));
+  EXPECT_TRUE(bad_output_path("/"));
+  EXPECT_TRUE(bad_output_path("./"));
+  EXPECT_FALSE(bad_output_path("dist/"));
+  EXPECT_FALSE(bad_output_path("/abs/dist"));
 }
 
 TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerInputs) {
