@@ -57,6 +57,7 @@ struct CacheSettings {
   bool keep_stderr = false;                    // store stderr too, replay it on hits
   std::vector<std::string> depends;            // --depends PATH...
   std::vector<std::string> outputs;            // --output PATH...: files the build makes
+  std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
   std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes

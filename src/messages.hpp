@@ -66,6 +66,7 @@ namespace bufferlock {
     "%{ttl} %{value} is too short for --on-lost term: it must hold a renewal period of TTL/3, the drift "    \
     "allowance and two renewal attempts of --connect-timeout + --io-timeout (%{attempt})")                   \
   X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
+  X(usage_sign_key_file, "cannot use --sign-key %{path}: %{error}")                                          \
   X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \
   X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")               \
   X(messages_unknown_placeholder,                                                                            \

@@ -81,6 +81,12 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
       at += 8 + len;
       continue;
     }
+    if (type == entry_section_signature) {
+      if (len != 32 || !h.signature.empty()) return false;
+      h.signature = std::string(bytes.substr(at + 8, len));
+      at += 8 + len;
+      continue;
+    }
     if ((type & entry_section_required) != 0) {
       why = "needs a newer bufferlock (section type " + std::to_string(type & ~entry_section_required) + ")";
       return false;
@@ -93,8 +99,8 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
 
 } // namespace
 
-std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs) {
-  if (inputs || outputs) return entry_format_version_3;
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs, bool sign) {
+  if (inputs || outputs || sign) return entry_format_version_3;
   return keep_stderr ? entry_format_version_2 : entry_format_version;
 }
 
@@ -105,6 +111,7 @@ std::uint64_t EntryHeader::header_size() const {
     for (const auto& s : sections)
       n += 8 + s.bytes.size();
     if (!outputs.empty()) n += outputs_section_size(*this);
+    if (!signature.empty()) n += 8 + signature.size();
     return n;
   }
   std::uint64_t n = entry_fixed_header_2 + key.size();
@@ -130,7 +137,8 @@ std::string encode_header(const EntryHeader& h) {
     const Digest128 inputs = h.inputs.value_or(Digest128{});
     put_le<std::uint64_t>(out, inputs.high);
     put_le<std::uint64_t>(out, inputs.low);
-    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size() + (h.outputs.empty() ? 0 : 1)));
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size() + (h.outputs.empty() ? 0 : 1) +
+                                                          (h.signature.empty() ? 0 : 1)));
     put_le<std::uint32_t>(out, 0);
     out += h.key;
     if (!h.outputs.empty()) {
@@ -138,6 +146,11 @@ std::string encode_header(const EntryHeader& h) {
       put_le<std::uint32_t>(out, entry_section_outputs);
       put_le<std::uint32_t>(out, static_cast<std::uint32_t>(sec.size()));
       out += sec;
+    }
+    if (!h.signature.empty()) {
+      put_le<std::uint32_t>(out, entry_section_signature);
+      put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.signature.size()));
+      out += h.signature;
     }
     for (const auto& sec : h.sections) {
       put_le<std::uint32_t>(out, sec.type);

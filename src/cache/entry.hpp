@@ -63,6 +63,10 @@
 //                 paths, each 4 length L and L bytes (the PATHs as given).
 //                 The archive is a pax tar, zstd-compressed, whose members
 //                 are named "I" and "I/..." for the I-th PATH (from 0).
+//   2             signature (--sign-key): 32 bytes, the HMAC-SHA256 of the
+//                 entry (cache/sign.hpp). Not required: a reader without a
+//                 key serves the entry as if unsigned; one with a key serves
+//                 only entries whose tag it computes.
 //
 // An entry is addressed by KEY and its inputs: a version 1 or 2 entry has no
 // inputs digest, and a version 2 entry that lists dependencies (stamps of
@@ -94,6 +98,7 @@ inline constexpr std::size_t entry_fixed_header_3 = 72;
 inline constexpr std::uint32_t entry_flag_inputs = 1;
 inline constexpr std::uint32_t entry_section_required = 0x80000000U;
 inline constexpr std::uint32_t entry_section_outputs = 1 | entry_section_required;
+inline constexpr std::uint32_t entry_section_signature = 2;
 inline constexpr std::size_t entry_dep_fixed = 40;
 inline constexpr std::size_t entry_trailer = 16;
 
@@ -115,7 +120,9 @@ using Inputs = std::optional<Digest128>;
 
 // The version that an entry with `inputs` and, or not, stderr and outputs
 // is written in.
-std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs = false);
+// A signed entry is version 3 too.
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs = false,
+                                bool sign = false);
 
 // A version 3 section of a type this version does not know (the outputs
 // section is decoded into EntryHeader's fields).
@@ -136,6 +143,7 @@ struct EntryHeader {
   std::vector<EntrySection> sections;  // version 3 only: unknown sections, kept
   std::vector<std::string> outputs;    // version 3 only: the --output PATHs
   std::uint64_t outputs_len = 0;       // the archive's length (with outputs)
+  std::string signature;               // version 3 only: the tag (32 bytes), empty when unsigned
   std::uint32_t version = entry_format_version; // 2 with stderr, 3 with inputs
 
   // Whether this entry is the one of `inputs` (nullopt: no --depends).

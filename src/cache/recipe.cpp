@@ -92,7 +92,7 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
 
 // Whether the inputs differ now from `before` (or cannot be read now).
 bool inputs_changed(const Options& o, const Digest128& before) {
-  const CacheStore files(cache_dir_of(o));
+  CacheStore files(cache_dir_of(o));
   const auto now = compute_inputs(o, files);
   const auto* d = std::get_if<Inputs>(&now);
   return !d || *d != before;
@@ -352,7 +352,7 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  const CacheStore files(cache_dir_of(o));
+  CacheStore files(cache_dir_of(o));
   std::optional<RedisStore> redis;
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
@@ -379,6 +379,19 @@ int cache_main(const Options& o) {
       return o.error_exit;
     }
     return exit_code::ok;
+  }
+  // --sign-key: read (and libcrypto loaded) once, before anything is looked up.
+  std::optional<EntrySigner> signer;
+  if (!o.cache.sign_key.empty()) {
+    auto read = EntrySigner::from_file(o.cache.sign_key);
+    if (auto* why = std::get_if<std::string>(&read)) {
+      diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_sign_key_file,
+                                                              {{"path", o.cache.sign_key}, {"error", *why}})}}));
+      return exit_code::usage;
+    }
+    signer.emplace(std::move(std::get<EntrySigner>(read)));
+    files.sign_with(&*signer);
+    if (redis) redis->sign_with(&*signer);
   }
 
   Inputs inputs;

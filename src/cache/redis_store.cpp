@@ -184,7 +184,7 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const 
   if (!write_all(fd.get(), trailer.data(), trailer.size())) return write_failed();
   std::string bytes;
   const std::string wanted(key);
-  auto verified = verify_entry(fd.get(), &wanted, why, &bytes);
+  auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
   if (!verified) {
     auto again = get_fields(*this, ekey, {"h"});
     if (auto* e = std::get_if<RedisError>(&again)) {
@@ -310,7 +310,11 @@ public:
     header_.inputs = inputs;
     header_.outputs = what.outputs;
     keep_stderr_ = what.keep_stderr == KeepStderr::yes;
-    header_.version = entry_version_for(inputs, keep_stderr_, !what.outputs.empty());
+    header_.version = entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr);
+    if (const EntrySigner* signer = store.signer()) {
+      header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+      mac_ = signer->begin();
+    }
   }
 
   ~RedisBuild() override {
@@ -329,6 +333,7 @@ public:
   bool append(const char* data, std::size_t len) override {
     if (!usable() || !count(len)) return false;
     hash_.update(data, len);
+    if (mac_) mac_->update(data, len);
     header_.payload_len += len;
     pending_.append(data, len);
     return pending_.size() < chunk || flush();
@@ -361,6 +366,7 @@ public:
       return error_;
     stderr_fd_.reset();
     outputs_fd_.reset();
+    if (mac_) EntrySigner::seal(*mac_, header_);
     const std::string head = encode_header(header_);
     const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
     std::string expire = "0";
@@ -410,6 +416,7 @@ private:
         return false;
       }
       hash_.update(pending_.data() + old, take);
+      if (mac_) mac_->update(pending_.data() + old, take);
       at += take;
       if (pending_.size() >= chunk && !flush()) return false;
     }
@@ -452,6 +459,7 @@ private:
   std::string temp_key_;
   EntryHeader header_;
   Checksum hash_;
+  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
   std::string pending_; // bytes not sent yet (at most about one chunk)
   std::uint64_t parts_ = 0; // parts sent to the temporary hash
   std::uint64_t body_ = 0;

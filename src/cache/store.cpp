@@ -28,7 +28,8 @@ constexpr std::size_t hash_window = 2 * 1024 * 1024; // mmap window: keeps RSS s
 
 // The checksum of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
-std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len) {
+// With `mac`, the same bytes go through it too.
+std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len, EntryMac* mac) {
   Checksum h;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   while (len > 0) {
@@ -41,11 +42,13 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
       std::vector<char> buf(std::min<std::uint64_t>(take, small_read));
       if (!pread_all(fd, buf.data(), buf.size(), static_cast<off_t>(offset))) return std::nullopt;
       h.update(buf.data(), buf.size());
+      if (mac) mac->update(buf.data(), buf.size());
       offset += buf.size();
       len -= buf.size();
       continue;
     }
     h.update(static_cast<const char*>(map) + skip, take);
+    if (mac) mac->update(static_cast<const char*>(map) + skip, take);
     ::munmap(map, skip + take);
     offset += take;
     len -= take;
@@ -140,7 +143,7 @@ std::optional<SysError> create_locked_temp(const std::string& dir, const std::st
 } // namespace
 
 std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file) {
+                                        std::string* whole_file, const EntrySigner* signer) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     why = "not a regular file";
@@ -162,6 +165,11 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = "it belongs to another key";
     return std::nullopt;
   }
+  if (signer && h->signature.empty()) {
+    why = "it is not signed (--sign-key)";
+    return std::nullopt;
+  }
+  const std::unique_ptr<EntryMac> mac = signer ? signer->begin() : nullptr;
   const bool whole = size <= head.size(); // the whole file is in `head` already
   char trailer[entry_trailer];
   if (whole) {
@@ -178,12 +186,18 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
   }
   std::optional<std::uint64_t> got;
   if (whole) {
-    got = checksum(std::string_view(head).substr(h->header_size(), h->body_len()));
+    const std::string_view body = std::string_view(head).substr(h->header_size(), h->body_len());
+    got = checksum(body);
+    if (mac) mac->update(body.data(), body.size());
   } else {
-    got = hash_range(fd, h->header_size(), h->body_len());
+    got = hash_range(fd, h->header_size(), h->body_len(), mac.get());
   }
   if (!got || *got != want_payload) {
     why = got ? "payload checksum mismatch" : "cannot read it";
+    return std::nullopt;
+  }
+  if (mac && !EntrySigner::matches(*mac, *h)) {
+    why = "its signature does not match --sign-key";
     return std::nullopt;
   }
   if (whole && whole_file) *whole_file = std::move(head);
@@ -265,7 +279,7 @@ Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
   std::string why;
   const std::string wanted(key);
   std::string bytes;
-  auto header = verify_entry(fd.get(), &wanted, why, &bytes);
+  auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
   if (!header) {
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
@@ -306,7 +320,7 @@ Lookup CacheStore::newest(std::string_view key) const {
     UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     std::string why, bytes;
     if (!fd) continue;
-    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes))
+    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
       return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
   }
   return {LookupState::missing, {}, {}};
@@ -412,7 +426,12 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
   w.header_.outputs = what.outputs;
-  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty());
+  w.header_.version =
+      entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(), store.signer() != nullptr);
+  if (const EntrySigner* signer = store.signer()) {
+    w.header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+    w.mac_ = signer->begin();
+  }
   if (keep_stderr == KeepStderr::yes) {
     // stderr comes interleaved with stdout but is stored after it: it waits
     // in an anonymous file of the same directory (so on the same disk).
@@ -451,6 +470,7 @@ bool EntryWriter::append(const char* data, std::size_t len) {
     return false;
   }
   payload_hash_.update(data, len);
+  if (mac_) mac_->update(data, len);
   header_.payload_len += len;
   return true;
 }
@@ -482,6 +502,7 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
     if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
       return false;
     payload_hash_.update(buf.data(), take);
+    if (mac_) mac_->update(buf.data(), take);
     at += take;
   }
   return true;
@@ -496,6 +517,7 @@ std::optional<SysError> EntryWriter::publish() {
   }
   stderr_fd_.reset();
   outputs_fd_.reset();
+  if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||

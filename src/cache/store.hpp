@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/entry.hpp"
+#include "cache/sign.hpp"
 #include "util/checksum.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
@@ -117,6 +118,14 @@ public:
                                                                           const BuildContents& what) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
+
+  // --sign-key: entries are signed when written, and served only when their
+  // tag checks (else a miss, "corrupt"). Null: neither.
+  void sign_with(const EntrySigner* signer) { signer_ = signer; }
+  const EntrySigner* signer() const { return signer_; }
+
+protected:
+  const EntrySigner* signer_ = nullptr;
 };
 
 class CacheStore final : public EntryStore {
@@ -172,8 +181,9 @@ private:
 // Verifies an open entry file: size, header, key (when `key` is given), and
 // both checksums. nullopt, with `why`, when it is not a sound entry.
 // With `whole_file`, a file small enough to be read at once is left there.
+// With `signer`, its tag is checked too, in the same pass over the body.
 std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file = nullptr);
+                                        std::string* whole_file = nullptr, const EntrySigner* signer = nullptr);
 
 // Writes the stored stdout of an entry to `out_fd`, zero-copy (sendfile)
 // where the kernel can. False when `out_fd` stopped taking data (a closed pipe).
@@ -226,6 +236,7 @@ private:
   UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
   UniqueFd outputs_fd_; // --output: the archive, from add_outputs()
   Checksum payload_hash_;
+  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
   std::optional<SysError> error_;
   bool published_ = false;
 };

@@ -1,13 +1,17 @@
 #include "cache/depends.hpp"
 #include "cache/entry.hpp"
+#include "cache/sign.hpp"
 #include "cache/store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 using namespace bufferlock;
 using namespace std::chrono_literals;
@@ -347,6 +351,57 @@ TEST(CacheEntry, OutputsSectionIsPinnedAndRoundTrips) {
   std::string cut = bytes;
   cut[95] = 9; // a path longer than the section
   EXPECT_FALSE(decode_header(cut, why));
+}
+
+TEST(CacheEntry, SignatureSectionIsPinnedAndRoundTrips) {
+  EntryHeader h;
+  h.version = entry_version_for(std::nullopt, false, false, true);
+  ASSERT_EQ(h.version, entry_format_version_3);
+  h.key = "key";
+  h.payload_len = 2;
+  h.signature = std::string(32, '\x5a');
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(64, 4), std::string("\x01\x00\x00\x00", 4)); // one section
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x02\x00\x00\x00\x20\x00\x00\x00", 8)); // type 2, 32 bytes
+  EXPECT_EQ(bytes.substr(83), h.signature);
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->signature, h.signature);
+  EXPECT_TRUE(back->sections.empty());
+  std::string shorter = bytes;
+  shorter[79] = 31; // a tag of another length is no tag of ours
+  EXPECT_FALSE(decode_header(shorter, why));
+}
+
+// RFC 4231, test case 2: the tag is HMAC-SHA256 keyed by the file's bytes.
+TEST(CacheSign, HmacSha256OfTheKeyFilesBytes) {
+  char dir[] = "/tmp/bl-sign-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/key";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "Jefe";
+  }
+  ::chmod(path.c_str(), 0600);
+  auto signer = EntrySigner::from_file(path);
+  ASSERT_TRUE(std::holds_alternative<EntrySigner>(signer)) << std::get<std::string>(signer);
+  auto mac = std::get<EntrySigner>(signer).begin();
+  const std::string msg = "what do ya want for nothing?";
+  mac->update(msg.data(), 10);
+  mac->update(msg.data() + 10, msg.size() - 10);
+  std::string hex;
+  for (const unsigned char c : mac->finish()) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  EXPECT_EQ(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  ::chmod(path.c_str(), 0640);
+  EXPECT_EQ(std::get<std::string>(EntrySigner::from_file(path)), "readable by group or others (chmod 600)");
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 TEST(CacheDepends, BadOutputPaths) {
