@@ -47,7 +47,7 @@ _bufferlock_options()
             ;;
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
-                --depends --output --keep-stderr --sign-key --force --store --max-entry --list
+                --depends --output --keep-stderr --sign-key --compress --force --store --max-entry --list
                 --drop --gc --max-size -J --json $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;

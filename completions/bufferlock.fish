@@ -199,6 +199,7 @@ complete -c bufferlock -n $cache -l max-size -x -d 'with --gc: remove the oldest
 complete -c bufferlock -n $cache -l depends -rF -d 'the entry also depends on what PATH holds'
 complete -c bufferlock -n $cache -l output -rF -d 'store the file or directory PATH with the entry'
 complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits replay it'
+complete -c bufferlock -n $cache -l compress -d 'file store: store stdout and stderr compressed with zstd'
 complete -c bufferlock -n $cache -l sign-key -rF -d 'sign entries with HMAC-SHA256 keyed by FILE; serve only entries that check'
 complete -c bufferlock -n $cache -l force -d 'rebuild now even when the entry is fresh'
 complete -c bufferlock -n $cache -l store -xa 'file\t"the cache directory" redis\t"the --redis server"' -d 'where entries live'

@@ -85,6 +85,7 @@ enum class Opt {
   output,
   keep_stderr,
   sign_key,
+  compress,
   force,
   store,
   max_entry,
@@ -121,7 +122,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 49> option_table = {{
+constexpr std::array<OptionDecl, 50> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -210,6 +211,9 @@ constexpr std::array<OptionDecl, 49> option_table = {{
      "sign every entry written with an HMAC-SHA256 keyed by FILE's bytes, and serve only entries whose "
      "signature checks (FILE: its owner's alone)",
      "", "BUFFERLOCK_SIGN_KEY", Scope::cache},
+    {Opt::compress, "--compress", "", g_cache,
+     "file store: store stdout and stderr compressed with zstd (the Redis store always does)", "", "",
+     Scope::cache},
     {Opt::force, "--force", "", g_cache,
      "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
      Scope::cache},
@@ -445,6 +449,7 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::list: o.cache.list = true; break;
   case Opt::force: o.cache.force = true; break;
   case Opt::keep_stderr: o.cache.keep_stderr = true; break;
+  case Opt::compress: o.cache.compress = true; break;
   case Opt::sign_key:
     if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
     o.cache.sign_key = std::string(value);

@@ -81,6 +81,20 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
       at += 8 + len;
       continue;
     }
+    if ((type & ~entry_section_required) == entry_section_compression) {
+      if (len != 20 || h.compression) return false;
+      const std::string_view sec = bytes.substr(at + 8, len);
+      h.compression = true;
+      h.compressed = get_le<std::uint32_t>(sec, 0);
+      h.raw_stdout_len = get_le<std::uint64_t>(sec, 4);
+      h.raw_stderr_len = get_le<std::uint64_t>(sec, 12);
+      // Exactly what this version writes: flags it knows, required iff any is set.
+      if ((h.compressed & ~(entry_compressed_stdout | entry_compressed_stderr)) != 0 ||
+          ((type & entry_section_required) != 0) != (h.compressed != 0))
+        return false;
+      at += 8 + len;
+      continue;
+    }
     if (type == entry_section_signature) {
       if (len != 32 || !h.signature.empty()) return false;
       h.signature = std::string(bytes.substr(at + 8, len));
@@ -99,8 +113,8 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
 
 } // namespace
 
-std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs, bool sign) {
-  if (inputs || outputs || sign) return entry_format_version_3;
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs, bool sign_or_compress) {
+  if (inputs || outputs || sign_or_compress) return entry_format_version_3;
   return keep_stderr ? entry_format_version_2 : entry_format_version;
 }
 
@@ -112,6 +126,7 @@ std::uint64_t EntryHeader::header_size() const {
       n += 8 + s.bytes.size();
     if (!outputs.empty()) n += outputs_section_size(*this);
     if (!signature.empty()) n += 8 + signature.size();
+    if (compression) n += 8 + 20;
     return n;
   }
   std::uint64_t n = entry_fixed_header_2 + key.size();
@@ -138,7 +153,8 @@ std::string encode_header(const EntryHeader& h) {
     put_le<std::uint64_t>(out, inputs.high);
     put_le<std::uint64_t>(out, inputs.low);
     put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size() + (h.outputs.empty() ? 0 : 1) +
-                                                          (h.signature.empty() ? 0 : 1)));
+                                                          (h.signature.empty() ? 0 : 1) +
+                                                          (h.compression ? 1 : 0)));
     put_le<std::uint32_t>(out, 0);
     out += h.key;
     if (!h.outputs.empty()) {
@@ -146,6 +162,13 @@ std::string encode_header(const EntryHeader& h) {
       put_le<std::uint32_t>(out, entry_section_outputs);
       put_le<std::uint32_t>(out, static_cast<std::uint32_t>(sec.size()));
       out += sec;
+    }
+    if (h.compression) {
+      put_le<std::uint32_t>(out, entry_section_compression | (h.compressed != 0 ? entry_section_required : 0));
+      put_le<std::uint32_t>(out, 20);
+      put_le<std::uint32_t>(out, h.compressed);
+      put_le<std::uint64_t>(out, h.raw_stdout_len);
+      put_le<std::uint64_t>(out, h.raw_stderr_len);
     }
     if (!h.signature.empty()) {
       put_le<std::uint32_t>(out, entry_section_signature);

@@ -125,7 +125,9 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   std::optional<SysError> store_error = unusable;
   bool too_large = false; // --max-entry: not stored, one warning of its own
   if (!unusable) {
-    const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs};
+    // Compressed in Redis, where bytes cost memory and network; in the file store on request.
+    const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
+                             o.cache.compress || store.remote()};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))

@@ -288,7 +288,7 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       auto h = read_header(std::string(name));
       if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
       if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
-        out.push_back({got->first.created_ns, got->first.payload_len, got->first.key, got->first.inputs,
+        out.push_back({got->first.created_ns, got->first.stdout_size(), got->first.key, got->first.inputs,
                        got->first.outputs.size()});
     }
   } while (cursor != "0");
@@ -310,7 +310,9 @@ public:
     header_.inputs = inputs;
     header_.outputs = what.outputs;
     keep_stderr_ = what.keep_stderr == KeepStderr::yes;
-    header_.version = entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr);
+    header_.version =
+        entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
+    header_.compression = what.compress; // its flags and lengths are set by publish()
     if (const EntrySigner* signer = store.signer()) {
       header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
       mac_ = signer->begin();
@@ -324,6 +326,11 @@ public:
 
   // Prepares the stderr file; an error when it cannot be made.
   std::optional<SysError> start() {
+    if (header_.compression) {
+      stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+      if (keep_stderr_)
+        stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+    }
     if (!keep_stderr_) return std::nullopt;
     stderr_fd_ = anonymous_file(chunk + 1);
     if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
@@ -331,16 +338,34 @@ public:
   }
 
   bool append(const char* data, std::size_t len) override {
-    if (!usable() || !count(len)) return false;
-    hash_.update(data, len);
-    if (mac_) mac_->update(data, len);
-    header_.payload_len += len;
-    pending_.append(data, len);
-    return pending_.size() < chunk || flush();
+    if (!usable()) return false;
+    return stdout_z_ ? stdout_z_->write(data, len) : store_stdout(data, len);
   }
 
   bool append_stderr(const char* data, std::size_t len) override {
     if (!keep_stderr_) return true;
+    if (!usable()) return false;
+    return stderr_z_ ? stderr_z_->write(data, len) : store_stderr(data, len);
+  }
+
+  // Stored bytes (raw, or compressed blocks): what --max-entry counts.
+  bool store_stdout(const char* data, std::size_t len) {
+    if (!usable() || !count(len)) return false;
+    hash_.update(data, len);
+    if (mac_) mac_->update(data, len);
+    header_.payload_len += len;
+    // Parts of at most one chunk, whatever size the compressor hands over.
+    while (len > 0) {
+      const std::size_t take = std::min(len, chunk - pending_.size());
+      pending_.append(data, take);
+      data += take;
+      len -= take;
+      if (pending_.size() == chunk && !flush()) return false;
+    }
+    return true;
+  }
+
+  bool store_stderr(const char* data, std::size_t len) {
     if (!usable() || !count(len)) return false;
     if (!write_all(stderr_fd_.get(), data, len)) {
       error_ = SysError{"a temporary file", errno_text(errno)};
@@ -358,6 +383,14 @@ public:
   }
 
   std::optional<SysError> publish() override {
+    if (stdout_z_ && usable()) {
+      if (stdout_z_->finish() && (!stderr_z_ || stderr_z_->finish())) {
+        header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                             (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+        header_.raw_stdout_len = stdout_z_->raw_len();
+        header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+      }
+    }
     if (too_large_) return std::nullopt;
     if (error_) return error_;
     // The held stderr, then the outputs archive, go behind stdout, in
@@ -460,6 +493,7 @@ private:
   EntryHeader header_;
   Checksum hash_;
   std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
+  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // compression (the default here)
   std::string pending_; // bytes not sent yet (at most about one chunk)
   std::uint64_t parts_ = 0; // parts sent to the temporary hash
   std::uint64_t body_ = 0;

@@ -241,15 +241,32 @@ bool serve_range(const CachedEntry& e, std::uint64_t from, std::uint64_t len, in
   return true;
 }
 
+// Decompresses the blocks in [from, from+len) of the entry to `out_fd`.
+bool serve_blocks(const CachedEntry& e, std::uint64_t from, std::uint64_t len, std::uint64_t raw_len,
+                  int out_fd) {
+  const auto read = [&](std::uint64_t at, char* buf, std::size_t n) {
+    if (e.bytes.empty()) return pread_all(e.fd.get(), buf, n, static_cast<off_t>(from + at));
+    e.bytes.copy(buf, n, from + at);
+    return true;
+  };
+  return decode_blocks(read, len, raw_len, [&](std::string_view raw) { return write_all(out_fd, raw); });
+}
+
 } // namespace
 
 bool serve_entry(const CachedEntry& e, int out_fd) {
-  return serve_range(e, e.header.header_size(), e.header.payload_len, out_fd);
+  const EntryHeader& h = e.header;
+  if ((h.compressed & entry_compressed_stdout) != 0)
+    return serve_blocks(e, h.header_size(), h.payload_len, h.raw_stdout_len, out_fd);
+  return serve_range(e, h.header_size(), h.payload_len, out_fd);
 }
 
 bool serve_entry_stderr(const CachedEntry& e, int err_fd) {
-  if (e.header.stderr_len == 0) return true;
-  return serve_range(e, e.header.header_size() + e.header.payload_len, e.header.stderr_len, err_fd);
+  const EntryHeader& h = e.header;
+  if (h.stderr_len == 0) return true;
+  if ((h.compressed & entry_compressed_stderr) != 0)
+    return serve_blocks(e, h.header_size() + h.payload_len, h.stderr_len, h.raw_stderr_len, err_fd);
+  return serve_range(e, h.header_size() + h.payload_len, h.stderr_len, err_fd);
 }
 
 std::optional<SysError> CacheStore::prepare() const {
@@ -407,7 +424,7 @@ std::vector<ListedEntry> CacheStore::list() const {
     // The header and the size only: listing must not read every payload.
     const auto h = read_header_of(dir_ + "/" + name);
     if (!h || !h->header) continue;
-    out.push_back({h->header->created_ns, h->header->payload_len, h->header->key, h->header->inputs,
+    out.push_back({h->header->created_ns, h->header->stdout_size(), h->header->key, h->header->inputs,
                    h->header->outputs.size()});
   }
   return out;
@@ -426,11 +443,15 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
   w.header_.outputs = what.outputs;
-  w.header_.version =
-      entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(), store.signer() != nullptr);
+  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
+                                       store.signer() != nullptr || what.compress);
   if (const EntrySigner* signer = store.signer()) {
     w.header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
     w.mac_ = signer->begin();
+  }
+  if (what.compress) {
+    w.header_.version = entry_format_version_3;
+    w.header_.compression = true; // its flags and lengths are set by publish()
   }
   if (keep_stderr == KeepStderr::yes) {
     // stderr comes interleaved with stdout but is stored after it: it waits
@@ -465,6 +486,12 @@ void EntryWriter::fail(int err) {
 
 bool EntryWriter::append(const char* data, std::size_t len) {
   if (error_) return false;
+  if (header_.compression) return compressors().first->write(data, len);
+  return store_stdout(data, len);
+}
+
+bool EntryWriter::store_stdout(const char* data, std::size_t len) {
+  if (error_) return false;
   if (!write_all(fd_.get(), data, len)) {
     fail(errno);
     return false;
@@ -478,11 +505,40 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   if (error_) return false;
   if (!stderr_fd_) return true; // not kept
+  if (header_.compression) return compressors().second->write(data, len);
+  return store_stderr(data, len);
+}
+
+bool EntryWriter::store_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
   if (!write_all(stderr_fd_.get(), data, len)) {
     fail(errno);
     return false;
   }
   header_.stderr_len += len;
+  return true;
+}
+
+std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
+  // Made at first use, when the writer has reached its place: they call it back.
+  if (!stdout_z_) {
+    stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+    if (stderr_fd_)
+      stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+  }
+  return {stdout_z_.get(), stderr_z_.get()};
+}
+
+bool EntryWriter::finish_compression() {
+  if (!header_.compression) return true;
+  compressors();
+  if (!stdout_z_->finish() || (stderr_z_ && !stderr_z_->finish())) return false;
+  header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                       (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+  header_.raw_stdout_len = stdout_z_->raw_len();
+  header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+  stdout_z_.reset();
+  stderr_z_.reset();
   return true;
 }
 
@@ -509,7 +565,7 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
 }
 
 std::optional<SysError> EntryWriter::publish() {
-  if (error_) return error_;
+  if (error_ || !finish_compression()) return error_;
   if ((stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) ||
       (outputs_fd_ && !copy_behind(outputs_fd_.get(), header_.outputs_len))) {
     fail(errno);

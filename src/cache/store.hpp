@@ -3,6 +3,7 @@
 // served, built and published atomically, dropped, and garbage-collected.
 #pragma once
 
+#include "cache/compress.hpp"
 #include "cache/entry.hpp"
 #include "cache/sign.hpp"
 #include "util/checksum.hpp"
@@ -51,6 +52,7 @@ enum class KeepStderr { no, yes };
 struct BuildContents {
   KeepStderr keep_stderr = KeepStderr::no;
   std::vector<std::string> outputs;
+  bool compress = false; // stdout and stderr in zstd blocks (cache/compress.hpp)
 };
 
 struct GcCounts {
@@ -186,7 +188,8 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
                                         std::string* whole_file = nullptr, const EntrySigner* signer = nullptr);
 
 // Writes the stored stdout of an entry to `out_fd`, zero-copy (sendfile)
-// where the kernel can. False when `out_fd` stopped taking data (a closed pipe).
+// where the kernel can, decompressed block by block when it is compressed.
+// False when `out_fd` stopped taking data (a closed pipe) or a block is bad.
 bool serve_entry(const CachedEntry& e, int out_fd);
 
 // The same for the stored stderr (--keep-stderr); nothing when there is none.
@@ -228,6 +231,14 @@ private:
   EntryWriter() = default;
   void fail(int err);
   bool copy_behind(int src, std::uint64_t len);
+  // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
+  bool store_stdout(const char* data, std::size_t len);
+  bool store_stderr(const char* data, std::size_t len);
+  // The stdout and stderr compressors (--compress); the second is null
+  // without KeepStderr::yes. A writer is not moved once it took data.
+  std::pair<BlockCompressor*, BlockCompressor*> compressors();
+  // Completes the compressed streams, noting what they became in the header.
+  bool finish_compression();
 
   std::string temp_path_;
   std::string final_path_;
@@ -237,6 +248,7 @@ private:
   UniqueFd outputs_fd_; // --output: the archive, from add_outputs()
   Checksum payload_hash_;
   std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
+  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
   std::optional<SysError> error_;
   bool published_ = false;
 };

@@ -1,3 +1,4 @@
+#include "cache/compress.hpp"
 #include "cache/depends.hpp"
 #include "cache/entry.hpp"
 #include "cache/sign.hpp"
@@ -402,6 +403,114 @@ TEST(CacheSign, HmacSha256OfTheKeyFilesBytes) {
   EXPECT_EQ(std::get<std::string>(EntrySigner::from_file(path)), "readable by group or others (chmod 600)");
   ::unlink(path.c_str());
   ::rmdir(dir);
+}
+
+TEST(CacheEntry, CompressionSectionIsPinnedAndRequiredOnlyWhenUsed) {
+  EntryHeader h;
+  h.version = entry_format_version_3;
+  h.key = "key";
+  h.payload_len = 40;
+  h.compression = true;
+  h.compressed = entry_compressed_stdout;
+  h.raw_stdout_len = 5000;
+  h.raw_stderr_len = 7;
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x03\x00\x00\x80\x14\x00\x00\x00", 8)); // type 3|required, 20
+  EXPECT_EQ(bytes.substr(83), std::string("\x01\x00\x00\x00" "\x88\x13\x00\x00\x00\x00\x00\x00"
+                                          "\x07\x00\x00\x00\x00\x00\x00\x00", 20));
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_TRUE(back->compression);
+  EXPECT_EQ(back->compressed, entry_compressed_stdout);
+  EXPECT_EQ(back->stdout_size(), 5000u);
+  EXPECT_EQ(back->payload_len, 40u);
+  // Nothing compressed: the section is skippable, so older readers serve it.
+  h.compressed = 0;
+  const std::string raw = encode_header(h);
+  EXPECT_EQ(raw.substr(75, 4), std::string("\x03\x00\x00\x00", 4));
+  ASSERT_TRUE(decode_header(raw, why)) << why;
+  EXPECT_EQ(decode_header(raw, why)->stdout_size(), 40u);
+  std::string lying = bytes;
+  lying[78] = 0; // flags set in a section that does not say it is required
+  EXPECT_FALSE(decode_header(lying, why));
+  std::string unknown = bytes;
+  unknown[83] = 4; // a flag this version does not know
+  EXPECT_FALSE(decode_header(unknown, why));
+  // An entry of before compression (no section) reads as raw.
+  h.compression = false;
+  auto old = decode_header(encode_header(h), why);
+  ASSERT_TRUE(old) << why;
+  EXPECT_FALSE(old->compression);
+  EXPECT_EQ(old->stdout_size(), 40u);
+}
+
+namespace {
+
+// `raw` through a BlockCompressor, in pieces of `piece` bytes: what it stored.
+std::string compress_all(const std::string& raw, std::size_t piece, bool& framed) {
+  std::string stored;
+  BlockCompressor z([&](const char* d, std::size_t n) {
+    stored.append(d, n);
+    return true;
+  });
+  for (std::size_t at = 0; at < raw.size(); at += piece)
+    EXPECT_TRUE(z.write(raw.data() + at, std::min(piece, raw.size() - at)));
+  EXPECT_TRUE(z.finish());
+  EXPECT_EQ(z.raw_len(), raw.size());
+  framed = z.framed();
+  return stored;
+}
+
+std::string decode_all(const std::string& stored, std::uint64_t raw_len, bool& ok) {
+  std::string out;
+  ok = decode_blocks(
+      [&](std::uint64_t at, char* buf, std::size_t n) {
+        if (at + n > stored.size()) return false;
+        stored.copy(buf, n, at);
+        return true;
+      },
+      stored.size(), raw_len, [&](std::string_view b) {
+        out += b;
+        return true;
+      });
+  return out;
+}
+
+} // namespace
+
+TEST(CacheCompress, CompressibleDataGoesInBlocksAndComesBackWhole) {
+  std::string raw;
+  for (int i = 0; raw.size() < 3 * compress_block + 12345; ++i)
+    raw += "line " + std::to_string(i) + ": building target foo/bar.o\n";
+  bool framed = false;
+  const std::string stored = compress_all(raw, 65537, framed);
+  EXPECT_TRUE(framed);
+  EXPECT_LT(stored.size(), raw.size() / 4);
+  bool ok = false;
+  EXPECT_EQ(decode_all(stored, raw.size(), ok), raw);
+  EXPECT_TRUE(ok);
+  decode_all(stored, raw.size() + 1, ok); // another raw length: refused
+  EXPECT_FALSE(ok);
+  std::string bad = stored;
+  bad[compress_block_header + 3] ^= 0x55;
+  decode_all(bad, raw.size(), ok);
+  EXPECT_FALSE(ok);
+}
+
+TEST(CacheCompress, IncompressibleDataIsStoredRaw) {
+  std::string raw(2 * compress_block + 99, '\0');
+  std::uint64_t x = 88172645463325252ULL;
+  for (auto& c : raw) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  bool framed = true;
+  EXPECT_EQ(compress_all(raw, 1000, framed), raw);
+  EXPECT_FALSE(framed);
+  EXPECT_EQ(compress_all("", 1, framed), "");
+  EXPECT_FALSE(framed);
 }
 
 TEST(CacheDepends, BadOutputPaths) {
