@@ -143,7 +143,8 @@ EOF
 }
 
 @test "Redis store: a signed entry is served; a part changed by one byte, or an unsigned entry, is rebuilt" {
-    local ekey="{buffer:lock:$(key_md5 "$K")}:entry"
+    local ekey
+    ekey=$(ekey "$K")
     run --separate-stderr blc --store redis -r "$REDIS_URL" --sign-key "$T/key" "$K" "$COUNTED" 0 payload-AAAA
     assert_success
     run --separate-stderr blc --store redis -r "$REDIS_URL" --sign-key "$T/key" "$K" "$COUNTED" 0 other
