@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev)
+build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev libarchive-dev libzstd-dev)
 # Everything the tests, checks and packaging scripts call that a minimal
 # Debian 12 (debootstrap --variant=minbase) lacks: .ci/fresh-root.sh proves it.
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev nlohmann-json3-dev jq util-linux tmux procps

@@ -18,7 +18,13 @@
 # (c) --store redis on a private loopback redis-server: a hit of 4 KiB vs
 #     `redis-cli --raw GET` of the same value and vs a file-store hit; a
 #     100 MiB hit vs `redis-cli --raw GET` (throughput); the builder's peak
-#     RSS while it streams 100 MiB into Redis
+#     RSS while it streams 100 MiB into Redis; a 100 MiB compressible build
+#     log served from Redis (stored compressed) vs `redis-cli --raw GET` of
+#     the same bytes stored raw (plain string keys raw.k.*)
+# (e) cache --output: restoring a 2,000-file, 200 MiB tree from the file
+#     store (the old tree swapped out and removed) vs `tar -x` of the same
+#     tree from a local uncompressed archive into a fresh directory (the old
+#     one removed first)
 #
 # Timing is done by bench/spawn.c (posix_spawn + wait4), built here with
 # cc -O2.  See bench/README.md.
@@ -56,6 +62,7 @@ CHECK_FMT='  %-44s %9s   target exact      %s\n'
 
 want "$CC" gcc libc6-dev
 want cmp diffutils
+want tar tar
 want redis-server redis-server
 want redis-cli redis-tools
 want valgrind valgrind
@@ -113,6 +120,9 @@ cmd_a() {
         base) CMD=("$BASELINE" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         rhit) CMD=("$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$size" -- /bin/false) ;;
         rget) CMD=("$RCLI" -p "$PORT" --raw GET "raw.k.$size") ;;
+        # (e): restore of the --output tree vs tar -x of it
+        ohit) CMD=(/bin/sh -c "cd '$tmp/e' && exec '$BL' cache --cache-dir '$D' --output out k.tree -- /bin/false") ;;
+        tarx) CMD=(/bin/sh -c "cd '$tmp/e' && rm -rf tx && mkdir tx && exec tar -xf '$tmp/tree.tar' -C tx") ;;
         # (d): size is the input (large: the 100 MiB file, tree: the directory)
         dplain) CMD=("$BL" cache --cache-dir "$D" "k.$size" -- /bin/false) ;;
         dwarm) CMD=("$BL" cache --cache-dir "$D" --depends "$(dep_path "$size")" "k.d$size" -- /bin/false) ;;
@@ -267,6 +277,8 @@ echo "  another by the driver, each with its own output file)"
 
 start_redis
 URL=redis://127.0.0.1:$PORT/0
+# rkey KEY: the Redis key of KEY's entry (REDIS LAYOUT)
+rkey() { printf '{buffer:lock:%s}:entry' "$(printf %s "$1" | md5sum | cut -c1-32)"; }
 hr "(c) --store redis: the builder streaming 100 MiB into Redis"
 r_build=$("$SPAWN" run 1 null -- "$BL" cache --cache-dir "$D" --store redis -r "$URL" --max-entry 200M \
     k.large -- "$CAT" "$tmp/p.large" || true)
@@ -275,15 +287,36 @@ read -r r_build_ns r_build_rss r_build_status <<<"${r_build:-nan 0 1}"
 printf '  build: wall %s ms, peak RSS %s KiB\n' "$(ms "$r_build_ns" 1)" "$r_build_rss"
 "$BL" cache --cache-dir "$D" --store redis -r "$URL" k.small -- "$CAT" "$tmp/p.small" >/dev/null ||
     err "building the 4 KiB --store redis entry failed"
-for s in small large; do
-    # the peer: the same bytes as one plain string (an entry is a hash of parts)
-    "$RCLI" -p "$PORT" -x SET "raw.k.$s" <"$tmp/p.$s" >/dev/null || err "SET of the raw $s value failed"
+# A compressible 100 MiB build log: compiler lines, warnings, test results.
+awk -v n="$LARGE" 'BEGIN {
+    split("cache/store cache/entry cache/recipe redis/client redis/tls util/io lock/acquire cli app messages", f, " ")
+    srand(24)
+    while (total < n) {
+        k = int(rand() * 4); g = f[1 + int(rand() * 10)]
+        if (k == 0) l = sprintf("Building CXX object src/CMakeFiles/bufferlock_core.dir/%s.cpp.o", g)
+        else if (k == 1) l = sprintf("src/%s.cpp:%d:%d: warning: unused variable [-Wunused-variable]", g, int(rand() * 900), int(rand() * 80))
+        else if (k == 2) l = sprintf("[       OK ] Test.%s (%d ms)", g, int(rand() * 1000))
+        else l = sprintf("ok %d %s round trip", i, g)
+        l = sprintf("[%3d%%] %s\n", int(i * 100 / 1500000), l)
+        if (total + length(l) > n) l = substr(l, 1, n - total)
+        printf "%s", l; total += length(l); i++
+    }
+}' >"$tmp/p.log"
+[[ $(stat -c %s "$tmp/p.log") == "$LARGE" ]] || err "the log payload is not $LARGE bytes"
+"$BL" cache --cache-dir "$D" --store redis -r "$URL" --max-entry 200M k.log -- "$CAT" "$tmp/p.log" >/dev/null ||
+    err "building the 100 MiB log --store redis entry failed"
+# The same bytes as plain strings, for redis-cli GET.
+for s in small large log; do
+    "$RCLI" -p "$PORT" -x SET "raw.k.$s" <"$tmp/p.$s" >/dev/null || err "SET raw.k.$s failed"
     if ! "$BL" cache --cache-dir "$D" --store redis -r "$URL" "k.$s" -- /bin/false | cmp -s - "$tmp/p.$s"; then
         err "a --store redis hit on the $s entry did not print the payload"
     fi
 done
+r_log_mem=$("$RCLI" -p "$PORT" MEMORY USAGE "$(rkey k.log)" SAMPLES 0)
+r_raw_mem=$("$RCLI" -p "$PORT" MEMORY USAGE raw.k.log SAMPLES 0)
+printf '  100 MiB log: MEMORY USAGE of the entry %s bytes, of the raw string %s bytes\n' "$r_log_mem" "$r_raw_mem"
 r_small=(rget.small.null rhit.small.null cache.small.null)
-r_large=(rget.large.null rhit.large.null)
+r_large=(rget.large.null rhit.large.null rget.log.null rhit.log.null)
 hr "(c) --store redis hits, 4 KiB: $S_ROUNDS interleaved rounds x $S_BATCH runs per tool"
 run_group "$S_ROUNDS" "$S_BATCH" "${r_small[@]}"
 print_group rget.small.null "${r_small[@]}"
@@ -291,8 +324,43 @@ hr "(c) --store redis hits, 100 MiB: $L_ROUNDS interleaved rounds x $L_BATCH run
 run_group "$L_ROUNDS" "$L_BATCH" "${r_large[@]}"
 print_group rget.large.null "${r_large[@]}"
 echo "  (xtrue here: vs redis-cli --raw GET of the same bytes as one string; rget = redis-cli, rhit ="
-echo "   bufferlock cache --store redis hit, cache = file-store hit; all to /dev/null)"
+echo "   bufferlock cache --store redis hit, cache = file-store hit; all to /dev/null;"
+echo "   .log = the compressible 100 MiB log, stored compressed by bufferlock, raw by SET)"
 stop_redis
+
+# ------------------------------------------------- (e) --output -------------
+
+# A build's output tree: 2,000 files of 100 KiB (200 MiB) in 40 directories,
+# half of them text that compresses, half random bytes; a few executable.
+mkdir -p "$tmp/e"
+for ((i = 0; i < 40; i++)); do
+    mkdir -p "$tmp/e/out/d$i"
+    for ((j = 0; j < 50; j++)); do
+        if ((j % 2)); then
+            head -c 102400 /dev/urandom >"$tmp/e/out/d$i/f$j"
+        else
+            dd if="$tmp/p.log" of="$tmp/e/out/d$i/f$j" bs=102400 skip=$(((i * 50 + j) % 1000)) count=1 status=none
+        fi
+    done
+    chmod +x "$tmp/e/out/d$i/f0"
+done
+tar -cf "$tmp/tree.tar" -C "$tmp/e/out" .
+cp -a "$tmp/e/out" "$tmp/tree.orig"
+(cd "$tmp/e" && "$BL" cache --cache-dir "$D" --output out k.tree -- /bin/true) ||
+    err "building the --output entry failed"
+rm -rf "$tmp/e/out"
+(cd "$tmp/e" && "$BL" cache --cache-dir "$D" --output out k.tree -- /bin/false) ||
+    err "restoring the --output tree failed"
+diff -r "$tmp/tree.orig" "$tmp/e/out" >/dev/null || err "the restored tree differs from the built one"
+e_group=(tarx.tree.null ohit.tree.null)
+hr "(e) --output restore, 2,000 files / 200 MiB: $L_ROUNDS interleaved rounds x $L_BATCH runs per tool"
+run_group "$L_ROUNDS" "$L_BATCH" "${e_group[@]}"
+print_group tarx.tree.null "${e_group[@]}"
+diff -r "$tmp/tree.orig" "$tmp/e/out" >/dev/null || err "the tree differs after the timed restores"
+echo "  (xtrue here: vs tarx; ohit = a hit restoring PATH out (the old tree exchanged"
+echo "   and removed), tarx = rm -rf of the old tree, then tar -xf of an uncompressed"
+echo "   local archive; both through /bin/sh -c; entry $(stat -c %s "$D/$(printf %s k.tree | md5sum | cut -c1-32).entry")" \
+    "bytes, tar $(stat -c %s "$tmp/tree.tar") bytes)"
 
 # ------------------------------------------------- summary ------------------
 
@@ -337,6 +405,11 @@ echo "      (redis hit / file hit, 4 KiB: $(r_ratio rhit.small.null cache.small.
 target "(c) redis-cli GET / redis hit time, 100 MiB" "$(r_ratio rget.large.null rhit.large.null)" '>=' 0.5
 echo "      (= hit throughput as a share of redis-cli's; medians $(ms "${a_med[rhit.large.null]}" 1) /" \
     "$(ms "${a_med[rget.large.null]}" 1) ms)"
+target "(c) GET raw / redis hit time, 100 MiB log" "$(r_ratio rget.log.null rhit.log.null)" '>=' 1.0
+echo "      (medians $(ms "${a_med[rhit.log.null]}" 1) / $(ms "${a_med[rget.log.null]}" 1) ms; Redis memory" \
+    "${r_log_mem:-?} / ${r_raw_mem:-?} bytes)"
+target "(e) --output restore / tar -x, 200 MiB tree" "$(r_ratio ohit.tree.null tarx.tree.null)" '<=' 1.3
+echo "      (medians $(ms "${a_med[ohit.tree.null]}" 1) / $(ms "${a_med[tarx.tree.null]}" 1) ms)"
 d_ratio() { if ((a_fail[$1] || a_fail[$2])); then echo -; else ratio "${a_med[$1]}" "${a_med[$2]}"; fi; }
 target "(d) warm --depends 100 MiB file / plain hit" "$(d_ratio dwarm.large.null dplain.small.null)" '<=' 1.2
 target "(d) warm --depends 2,000 files / plain hit" "$(d_ratio dwarm.tree.null dplain.small.null)" '<=' 1.2

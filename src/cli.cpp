@@ -82,7 +82,10 @@ enum class Opt {
   drop,
   gc,
   depends,
+  output,
   keep_stderr,
+  sign_key,
+  compress,
   force,
   store,
   max_entry,
@@ -119,7 +122,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 47> option_table = {{
+constexpr std::array<OptionDecl, 50> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -198,8 +201,19 @@ constexpr std::array<OptionDecl, 47> option_table = {{
      "the entry also depends on what PATH holds (a file's bytes, a directory's tree, or that it is "
      "missing): one entry per input state (repeatable)",
      "", "", Scope::cache},
+    {Opt::output, "--output", "PATH", g_cache,
+     "after a successful build, store the file or directory PATH with the entry; hits put it in place "
+     "(repeatable)",
+     "", "", Scope::cache},
     {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
      "", "", Scope::cache},
+    {Opt::sign_key, "--sign-key", "FILE", g_cache,
+     "sign every entry written with an HMAC-SHA256 keyed by FILE's bytes, and serve only entries whose "
+     "signature checks (FILE: its owner's alone)",
+     "", "BUFFERLOCK_SIGN_KEY", Scope::cache},
+    {Opt::compress, "--compress", "", g_cache,
+     "file store: store stdout and stderr compressed with zstd (the Redis store always does)", "", "",
+     Scope::cache},
     {Opt::force, "--force", "", g_cache,
      "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
      Scope::cache},
@@ -435,10 +449,20 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::list: o.cache.list = true; break;
   case Opt::force: o.cache.force = true; break;
   case Opt::keep_stderr: o.cache.keep_stderr = true; break;
+  case Opt::compress: o.cache.compress = true; break;
+  case Opt::sign_key:
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    o.cache.sign_key = std::string(value);
+    break;
   case Opt::depends:
     if (auto why = bad_depends_path(value))
       usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
     o.cache.depends.emplace_back(value);
+    break;
+  case Opt::output:
+    if (auto why = bad_output_path(value))
+      usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
+    o.cache.outputs.emplace_back(value);
     break;
   case Opt::store: p.store = std::string(value); break;
   case Opt::max_entry: {
@@ -955,6 +979,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   if (o.command == Command::cache) {
     if (o.cache.dir.empty())
       if (const char* d = env_value(getenv, env_of(Opt::cache_dir))) o.cache.dir = d;
+    if (o.cache.sign_key.empty())
+      if (const char* k = env_value(getenv, env_of(Opt::sign_key))) o.cache.sign_key = k;
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
     if (c.list && (c.drop || c.gc))

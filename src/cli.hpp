@@ -56,6 +56,9 @@ struct CacheSettings {
   bool force = false;                          // rebuild even when fresh
   bool keep_stderr = false;                    // store stderr too, replay it on hits
   std::vector<std::string> depends;            // --depends PATH...
+  std::vector<std::string> outputs;            // --output PATH...: files the build makes
+  std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
+  bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
   std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes

@@ -66,6 +66,7 @@ namespace bufferlock {
     "%{ttl} %{value} is too short for --on-lost term: it must hold a renewal period of TTL/3, the drift "    \
     "allowance and two renewal attempts of --connect-timeout + --io-timeout (%{attempt})")                   \
   X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
+  X(usage_sign_key_file, "cannot use --sign-key %{path}: %{error}")                                          \
   X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \
   X(messages_unknown_key, "%{path}, line %{line}: unknown message key '%{key}'; line ignored")               \
   X(messages_unknown_placeholder,                                                                            \
@@ -121,6 +122,8 @@ namespace bufferlock {
     "built from other inputs")                                                                               \
   X(cache_inputs_unreadable, "cannot read %{path}, a dependency of '%{key}': %{error}")                      \
   X(cache_inputs_changed, "output of '%{key}' not stored: its dependencies changed during the build")       \
+  X(cache_output_missing, "--output %{path} of '%{key}' is missing after the build; nothing stored")        \
+  X(cache_output_refused, "ignoring the cache entry of '%{key}' (%{where}): its outputs: %{error}; rebuilding it") \
   X(cache_redis_entry_corrupt, "ignoring the cache entry of '%{key}' (%{server}): %{error}; rebuilding it")  \
   X(cache_redis_read_failed, "cannot read the cache entry of '%{key}' (%{server}): %{error}; rebuilding it") \
   X(cache_redis_store_failed, "output of '%{key}' not stored: Redis at %{server}: %{error}")                 \

@@ -12,4 +12,8 @@ namespace bufferlock {
 // when it can.
 std::optional<std::string> bad_depends_path(std::string_view path);
 
+// Why `path` cannot name an --output (as for --depends, and a path whose
+// last component is "." or "..", or "/": it could not be renamed over).
+std::optional<std::string> bad_output_path(std::string_view path);
+
 } // namespace bufferlock

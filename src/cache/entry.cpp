@@ -33,19 +33,79 @@ bool decode_deps(std::string_view bytes, std::size_t at, std::size_t end, std::u
   return at == end;
 }
 
+// The bytes of the outputs section of `h`.
+std::string encode_outputs(const EntryHeader& h) {
+  std::string out;
+  put_le<std::uint64_t>(out, h.outputs_len);
+  put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.outputs.size()));
+  for (const auto& p : h.outputs) {
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(p.size()));
+    out += p;
+  }
+  return out;
+}
+
+std::uint64_t outputs_section_size(const EntryHeader& h) {
+  std::uint64_t n = 8 + 12;
+  for (const auto& p : h.outputs)
+    n += 4 + p.size();
+  return n;
+}
+
+// Parses an outputs section into `h`; false when it is malformed (or a second one).
+bool decode_outputs(std::string_view s, EntryHeader& h) {
+  if (s.size() < 12 || !h.outputs.empty()) return false;
+  h.outputs_len = get_le<std::uint64_t>(s, 0);
+  const std::uint32_t count = get_le<std::uint32_t>(s, 8);
+  std::size_t at = 12;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (s.size() - at < 4) return false;
+    const std::uint32_t len = get_le<std::uint32_t>(s, at);
+    if (len == 0 || s.size() - at - 4 < len) return false;
+    h.outputs.emplace_back(s.substr(at + 4, len));
+    at += 4 + len;
+  }
+  return at == s.size() && count > 0;
+}
+
 // Parses the sections of a version 3 header in [at, end).
 bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, std::uint32_t count,
-                     std::vector<EntrySection>& sections, std::string& why) {
+                     EntryHeader& h, std::string& why) {
   for (std::uint32_t i = 0; i < count; ++i) {
     if (end - at < 8) return false;
     const std::uint32_t type = get_le<std::uint32_t>(bytes, at);
     const std::uint32_t len = get_le<std::uint32_t>(bytes, at + 4);
     if (end - at - 8 < len) return false;
+    if (type == entry_section_outputs) {
+      if (!decode_outputs(bytes.substr(at + 8, len), h)) return false;
+      at += 8 + len;
+      continue;
+    }
+    if ((type & ~entry_section_required) == entry_section_compression) {
+      if (len != 20 || h.compression) return false;
+      const std::string_view sec = bytes.substr(at + 8, len);
+      h.compression = true;
+      h.compressed = get_le<std::uint32_t>(sec, 0);
+      h.raw_stdout_len = get_le<std::uint64_t>(sec, 4);
+      h.raw_stderr_len = get_le<std::uint64_t>(sec, 12);
+      // Exactly what this version writes: flags it knows, required iff any is set.
+      if ((h.compressed & ~(entry_compressed_stdout | entry_compressed_stderr)) != 0 ||
+          ((type & entry_section_required) != 0) != (h.compressed != 0))
+        return false;
+      at += 8 + len;
+      continue;
+    }
+    if (type == entry_section_signature) {
+      if (len != 32 || !h.signature.empty()) return false;
+      h.signature = std::string(bytes.substr(at + 8, len));
+      at += 8 + len;
+      continue;
+    }
     if ((type & entry_section_required) != 0) {
       why = "needs a newer bufferlock (section type " + std::to_string(type & ~entry_section_required) + ")";
       return false;
     }
-    sections.push_back({type, std::string(bytes.substr(at + 8, len))});
+    h.sections.push_back({type, std::string(bytes.substr(at + 8, len))});
     at += 8 + len;
   }
   return at == end;
@@ -53,8 +113,8 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
 
 } // namespace
 
-std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr) {
-  if (inputs) return entry_format_version_3;
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs, bool sign_or_compress) {
+  if (inputs || outputs || sign_or_compress) return entry_format_version_3;
   return keep_stderr ? entry_format_version_2 : entry_format_version;
 }
 
@@ -64,6 +124,9 @@ std::uint64_t EntryHeader::header_size() const {
     std::uint64_t n = entry_fixed_header_3 + key.size();
     for (const auto& s : sections)
       n += 8 + s.bytes.size();
+    if (!outputs.empty()) n += outputs_section_size(*this);
+    if (!signature.empty()) n += 8 + signature.size();
+    if (compression) n += 8 + 20;
     return n;
   }
   std::uint64_t n = entry_fixed_header_2 + key.size();
@@ -89,9 +152,29 @@ std::string encode_header(const EntryHeader& h) {
     const Digest128 inputs = h.inputs.value_or(Digest128{});
     put_le<std::uint64_t>(out, inputs.high);
     put_le<std::uint64_t>(out, inputs.low);
-    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size()));
+    put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size() + (h.outputs.empty() ? 0 : 1) +
+                                                          (h.signature.empty() ? 0 : 1) +
+                                                          (h.compression ? 1 : 0)));
     put_le<std::uint32_t>(out, 0);
     out += h.key;
+    if (!h.outputs.empty()) {
+      const std::string sec = encode_outputs(h);
+      put_le<std::uint32_t>(out, entry_section_outputs);
+      put_le<std::uint32_t>(out, static_cast<std::uint32_t>(sec.size()));
+      out += sec;
+    }
+    if (h.compression) {
+      put_le<std::uint32_t>(out, entry_section_compression | (h.compressed != 0 ? entry_section_required : 0));
+      put_le<std::uint32_t>(out, 20);
+      put_le<std::uint32_t>(out, h.compressed);
+      put_le<std::uint64_t>(out, h.raw_stdout_len);
+      put_le<std::uint64_t>(out, h.raw_stderr_len);
+    }
+    if (!h.signature.empty()) {
+      put_le<std::uint32_t>(out, entry_section_signature);
+      put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.signature.size()));
+      out += h.signature;
+    }
     for (const auto& sec : h.sections) {
       put_le<std::uint32_t>(out, sec.type);
       put_le<std::uint32_t>(out, static_cast<std::uint32_t>(sec.bytes.size()));
@@ -167,8 +250,7 @@ std::optional<EntryHeader> decode_header(std::string_view bytes, std::string& wh
     }
     if (flags == entry_flag_inputs) h.inputs = inputs;
     why.clear();
-    if (!decode_sections(bytes, fixed + key_len, header_len, get_le<std::uint32_t>(bytes, 64), h.sections,
-                         why)) {
+    if (!decode_sections(bytes, fixed + key_len, header_len, get_le<std::uint32_t>(bytes, 64), h, why)) {
       if (why.empty()) why = "malformed section list";
       return std::nullopt;
     }

@@ -52,9 +52,28 @@
 //   72+K          S sections, each 8+L bytes: 4 type, 4 length L, L bytes.
 //                 A reader skips a section whose type it does not know,
 //                 unless bit 31 of the type says it must understand it
-//                 (then the entry is unreadable to it). This version writes
-//                 none; later ones add sections rather than versions.
-//   H ...         stdout, stderr and the trailer, as in version 2
+//                 (then the entry is unreadable to it). Later versions add
+//                 sections rather than versions.
+//   H ...         stdout, stderr and the trailer, as in version 2; with an
+//                 outputs section, the outputs archive follows stderr
+//                 (and the payload checksum covers it too)
+//
+// Section types:
+//   1|bit 31      outputs (--output): 8 archive length A, 4 count P, then P
+//                 paths, each 4 length L and L bytes (the PATHs as given).
+//                 The archive is a pax tar, zstd-compressed, whose members
+//                 are named "I" and "I/..." for the I-th PATH (from 0).
+//   2             signature (--sign-key): 32 bytes, the HMAC-SHA256 of the
+//                 entry (cache/sign.hpp). Not required: a reader without a
+//                 key serves the entry as if unsigned; one with a key serves
+//                 only entries whose tag it computes.
+//   3 (|bit 31)   compression (--compress; the Redis store always): 4 flags
+//                 (bit 0: stdout, bit 1: stderr are stored in zstd blocks,
+//                 cache/compress.hpp), 8 raw stdout length, 8 raw stderr
+//                 length. The stored lengths N and E are those of the blocks.
+//                 Written by every compressing build; required (bit 31) only
+//                 when a flag is set, so an entry whose data stayed raw is
+//                 read by versions that know no compression.
 //
 // An entry is addressed by KEY and its inputs: a version 1 or 2 entry has no
 // inputs digest, and a version 2 entry that lists dependencies (stamps of
@@ -85,6 +104,11 @@ inline constexpr std::size_t entry_fixed_header_2 = 48;
 inline constexpr std::size_t entry_fixed_header_3 = 72;
 inline constexpr std::uint32_t entry_flag_inputs = 1;
 inline constexpr std::uint32_t entry_section_required = 0x80000000U;
+inline constexpr std::uint32_t entry_section_outputs = 1 | entry_section_required;
+inline constexpr std::uint32_t entry_section_signature = 2;
+inline constexpr std::uint32_t entry_section_compression = 3;
+inline constexpr std::uint32_t entry_compressed_stdout = 1;
+inline constexpr std::uint32_t entry_compressed_stderr = 2;
 inline constexpr std::size_t entry_dep_fixed = 40;
 inline constexpr std::size_t entry_trailer = 16;
 
@@ -104,10 +128,14 @@ struct DepStamp {
 // The inputs of an entry: the digest of its --depends, nullopt without.
 using Inputs = std::optional<Digest128>;
 
-// The version that an entry with `inputs` and, or not, stderr is written in.
-std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr);
+// The version that an entry with `inputs` and, or not, stderr and outputs
+// is written in.
+// A signed or compressed entry is version 3 too.
+std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs = false,
+                                bool sign_or_compress = false);
 
-// A version 3 section (none written yet).
+// A version 3 section of a type this version does not know (the outputs
+// section is decoded into EntryHeader's fields).
 struct EntrySection {
   std::uint32_t type = 0;
   std::string bytes;
@@ -122,7 +150,14 @@ struct EntryHeader {
   std::uint64_t stderr_len = 0;
   std::vector<DepStamp> deps;          // version 2 only
   Inputs inputs;                       // version 3 only
-  std::vector<EntrySection> sections;  // version 3 only (none has a meaning yet)
+  std::vector<EntrySection> sections;  // version 3 only: unknown sections, kept
+  std::vector<std::string> outputs;    // version 3 only: the --output PATHs
+  std::uint64_t outputs_len = 0;       // the archive's length (with outputs)
+  std::string signature;               // version 3 only: the tag (32 bytes), empty when unsigned
+  bool compression = false;            // version 3 only: with a compression section
+  std::uint32_t compressed = 0;        // entry_compressed_*: parts stored in zstd blocks
+  std::uint64_t raw_stdout_len = 0;    // with compression: stdout as served
+  std::uint64_t raw_stderr_len = 0;
   std::uint32_t version = entry_format_version; // 2 with stderr, 3 with inputs
 
   // Whether this entry is the one of `inputs` (nullopt: no --depends).
@@ -131,7 +166,13 @@ struct EntryHeader {
   }
 
   std::uint64_t header_size() const;
-  std::uint64_t body_len() const { return payload_len + stderr_len; } // what the payload checksum covers
+  // The size of stdout as served (payload_len is the stored size).
+  std::uint64_t stdout_size() const {
+    return (compressed & entry_compressed_stdout) != 0 ? raw_stdout_len : payload_len;
+  }
+  // What the payload checksum covers: stdout, stderr, the outputs archive.
+  std::uint64_t body_len() const { return payload_len + stderr_len + outputs_len; }
+  std::uint64_t outputs_offset() const { return header_size() + payload_len + stderr_len; }
   std::uint64_t file_size() const { return header_size() + body_len() + entry_trailer; }
 };
 

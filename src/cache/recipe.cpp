@@ -1,6 +1,7 @@
 #include "cache/recipe.hpp"
 
 #include "cache/inputs.hpp"
+#include "cache/outputs.hpp"
 #include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
@@ -44,6 +45,38 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
   return exit_code::ok;
 }
 
+// Puts the entry's --output PATHs in place (nothing to do without); false,
+// with one warning, when its archive is refused or cannot be restored.
+bool restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
+  if (e.header.outputs.empty()) return true;
+  const auto why =
+      restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
+  if (!why) return true;
+  diag::warn(message(Msg::cache_output_refused,
+                     {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.inputs)}, {"error", *why}}));
+  return false;
+}
+
+// The entry of KEY and inputs, when it holds the caller's --output PATHs
+// (the same list, as given): one with other outputs is a miss.
+Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
+  Lookup l = store.lookup(o.key, inputs);
+  if (l.state == LookupState::found && l.entry.header.outputs != o.cache.outputs)
+    return {LookupState::missing, {}, {}};
+  return l;
+}
+
+// Packs the --output PATHs for `writer`; the error when they could not be.
+std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
+  UniqueFd fd = anonymous_file(UINT64_MAX);
+  if (!fd) return SysError{"a temporary file", errno_text(errno)};
+  if (auto why = pack_outputs(o.cache.outputs, fd.get())) return SysError{"--output", *why};
+  const off_t len = ::lseek(fd.get(), 0, SEEK_END);
+  if (len < 0) return SysError{"a temporary file", errno_text(errno)};
+  if (!writer.add_outputs(std::move(fd), static_cast<std::uint64_t>(len))) return writer.error();
+  return std::nullopt;
+}
+
 // The digest of --depends (nullopt without), through the stat cache of the
 // cache directory, which is written back when it learnt something.
 std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
@@ -59,7 +92,7 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
 
 // Whether the inputs differ now from `before` (or cannot be read now).
 bool inputs_changed(const Options& o, const Digest128& before) {
-  const CacheStore files(cache_dir_of(o));
+  CacheStore files(cache_dir_of(o));
   const auto now = compute_inputs(o, files);
   const auto* d = std::get_if<Inputs>(&now);
   return !d || *d != before;
@@ -92,9 +125,11 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   std::optional<SysError> store_error = unusable;
   bool too_large = false; // --max-entry: not stored, one warning of its own
   if (!unusable) {
-    const KeepStderr keep = o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no;
+    // Compressed in Redis, where bytes cost memory and network; in the file store on request.
+    const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
+                             o.cache.compress || store.remote()};
     // Filed under the inputs read before the build; checked again after it.
-    auto created = store.begin_build(o.key, inputs, wall_clock_ns(), keep);
+    auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
       store_error = *e;
     else
@@ -125,11 +160,25 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
 
   const std::string key = display_key(o.key);
   if (status == 0) {
+    // A PATH the build did not make: its error, whatever the store.
+    if (const auto missing = first_missing_output(o.cache.outputs)) {
+      diag::error(message(Msg::cache_output_missing, {{"key", key}, {"path", *missing}}));
+      status = o.error_exit;
+    }
+  }
+  if (status == 0) {
     if (writer && inputs && inputs_changed(o, *inputs)) {
       // The output may come from the new inputs: filed under the old ones it
       // would serve the wrong state. Not stored; the next caller builds.
       diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
       writer.reset();
+    }
+    if (writer && !o.cache.outputs.empty()) {
+      if (auto e = store_outputs(o, *writer)) {
+        too_large = writer->too_large();
+        if (!too_large) store_error = e;
+        writer.reset();
+      }
     }
     if (writer) {
       if (auto e = writer->publish()) {
@@ -146,15 +195,15 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
       // The build's stderr went through live: only stdout is served here.
       std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
       if (built) {
-        serve(o, store, *built, false);
-      } else {
+        serve(o, store, *built, false); // its outputs are in place already
+      } else if (restore(o, store, *fallback)) {
         diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
         serve(o, store, *fallback, false);
       }
     }
   } else {
     writer.reset(); // a failed build stores nothing
-    if (fallback) {
+    if (fallback && restore(o, store, *fallback)) {
       const Msg m =
           fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
       diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
@@ -244,18 +293,24 @@ std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now,
     o.raw("age", format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns))));
     o.number("size", e.size).string("store", store);
     if (e.inputs) o.string("inputs", e.inputs->hex());
+    if (e.outputs > 0) o.number("outputs", e.outputs);
     items.push_back(o.str());
   }
   return JsonObject().raw("entries", json_array(items)).str() + "\n";
 }
 
-// cache --list: "AGE SIZE INPUTS KEY" per entry (SPEC §15).
+// cache --list: "AGE SIZE INPUTS KEY" per entry (SPEC §15); SIZE is
+// followed by "+N" for an entry that holds N --output PATHs.
 std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now) {
   std::string out;
   for (const auto& e : entries) {
     out += format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns)));
     out += ' ';
     out += std::to_string(e.size);
+    if (e.outputs > 0) {
+      out += '+';
+      out += std::to_string(e.outputs);
+    }
     out += ' ';
     out += e.inputs ? e.inputs->hex().substr(0, short_inputs_digits) : "-";
     out += ' ';
@@ -299,7 +354,7 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  const CacheStore files(cache_dir_of(o));
+  CacheStore files(cache_dir_of(o));
   std::optional<RedisStore> redis;
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
@@ -327,6 +382,19 @@ int cache_main(const Options& o) {
     }
     return exit_code::ok;
   }
+  // --sign-key: read (and libcrypto loaded) once, before anything is looked up.
+  std::optional<EntrySigner> signer;
+  if (!o.cache.sign_key.empty()) {
+    auto read = EntrySigner::from_file(o.cache.sign_key);
+    if (auto* why = std::get_if<std::string>(&read)) {
+      diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_sign_key_file,
+                                                              {{"path", o.cache.sign_key}, {"error", *why}})}}));
+      return exit_code::usage;
+    }
+    signer.emplace(std::move(std::get<EntrySigner>(read)));
+    files.sign_with(&*signer);
+    if (redis) redis->sign_with(&*signer);
+  }
 
   Inputs inputs;
   {
@@ -339,13 +407,20 @@ int cache_main(const Options& o) {
     inputs = std::get<Inputs>(computed);
   }
 
-  Lookup found = store.lookup(o.key, inputs);
+  Lookup found = find(o, store, inputs);
   warn_lookup(o, store, inputs, found);
-  const bool have = found.state == LookupState::found;
+  bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
-  if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force)
-    return serve(o, store, found.entry);
+  // The creation time of an entry whose outputs were refused: met again
+  // after the lock, it is the same entry (one warning), still a miss.
+  std::optional<std::int64_t> refused;
+  if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force) {
+    if (restore(o, store, found.entry)) return serve(o, store, found.entry);
+    refused = found.entry.header.created_ns;
+    have = false; // refused outputs: a miss, rebuilt
+    found = Lookup{LookupState::missing, {}, {}};
+  }
 
   // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
   // entry or lock files opened from here on.
@@ -358,9 +433,9 @@ int cache_main(const Options& o) {
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
-    if (tried.status == AcquireStatus::busy) return serve(o, store, found.entry);
+    if (tried.status == AcquireStatus::busy && restore(o, store, found.entry)) return serve(o, store, found.entry);
     if (tried.status == AcquireStatus::acquired) {
-      if (o.cache.background) {
+      if (o.cache.background && restore(o, store, found.entry)) {
         rebuild_in_background(o, store, inputs, *lock, unusable);
         return serve(o, store, found.entry);
       }
@@ -375,8 +450,11 @@ int cache_main(const Options& o) {
   case Taken::locked: break;
   }
   // Check again: the holder we waited for has probably just stored it.
-  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : store.lookup(o.key, inputs);
-  if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
+  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : find(o, store, inputs);
+  if (again.state == LookupState::found && refused == again.entry.header.created_ns)
+    again = Lookup{LookupState::missing, {}, {}};
+  if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt) &&
+      restore(o, store, again.entry)) {
     const int status = serve(o, store, again.entry);
     lock->release();
     return status;
@@ -384,7 +462,11 @@ int cache_main(const Options& o) {
   if (again.state == LookupState::found) found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for
   // any inputs (GitHub's restore-keys), looked up only when it can serve.
-  if (o.cache.stale_if_error && found.state != LookupState::found) found = store.newest(o.key);
+  if (o.cache.stale_if_error && found.state != LookupState::found) {
+    found = store.newest(o.key);
+    if (found.state == LookupState::found && found.entry.header.outputs != o.cache.outputs)
+      found = Lookup{LookupState::missing, {}, {}};
+  }
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
   return build(o, store, inputs, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }

@@ -33,24 +33,6 @@ std::int64_t realtime_ns() {
   return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
 }
 
-// An unnamed file for an entry read from Redis: in memory (memfd) when small,
-// else in $TMPDIR (O_TMPFILE; a named file unlinked at once where the file
-// system cannot), so that a large entry takes no memory.
-UniqueFd anonymous_file(std::uint64_t size) {
-  if (size <= chunk) {
-    UniqueFd fd(::memfd_create("bufferlock-entry", MFD_CLOEXEC));
-    if (fd) return fd;
-  }
-  const char* env = ::getenv("TMPDIR");
-  const std::string dir = env && *env == '/' ? env : "/tmp";
-  UniqueFd fd(::open(dir.c_str(), O_RDWR | O_TMPFILE | O_EXCL | O_CLOEXEC, 0600));
-  if (fd) return fd;
-  std::string name = dir + "/.bufferlock-XXXXXX";
-  fd.reset(::mkostemp(name.data(), O_CLOEXEC));
-  if (fd) ::unlink(name.c_str());
-  return fd;
-}
-
 } // namespace
 
 RedisStore::RedisStore(const RedisSettings& settings, std::uint64_t max_entry,
@@ -202,7 +184,7 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const 
   if (!write_all(fd.get(), trailer.data(), trailer.size())) return write_failed();
   std::string bytes;
   const std::string wanted(key);
-  auto verified = verify_entry(fd.get(), &wanted, why, &bytes);
+  auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
   if (!verified) {
     auto again = get_fields(*this, ekey, {"h"});
     if (auto* e = std::get_if<RedisError>(&again)) {
@@ -306,7 +288,8 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       auto h = read_header(std::string(name));
       if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
       if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
-        out.push_back({got->first.created_ns, got->first.payload_len, got->first.key, got->first.inputs});
+        out.push_back({got->first.created_ns, got->first.stdout_size(), got->first.key, got->first.inputs,
+                       got->first.outputs.size()});
     }
   } while (cursor != "0");
   return out;
@@ -318,15 +301,22 @@ namespace {
 class RedisBuild final : public EntryBuild {
 public:
   RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-             KeepStderr keep)
+             const BuildContents& what)
       : store_(store), entry_key_(store.entry_key(key, inputs)) {
     const std::string plain = store.entry_key(key);
     temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();
     header_.created_ns = created_ns;
     header_.key = std::string(key);
     header_.inputs = inputs;
-    header_.version = entry_version_for(inputs, keep == KeepStderr::yes);
-    keep_stderr_ = keep == KeepStderr::yes;
+    header_.outputs = what.outputs;
+    keep_stderr_ = what.keep_stderr == KeepStderr::yes;
+    header_.version =
+        entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
+    header_.compression = what.compress; // its flags and lengths are set by publish()
+    if (const EntrySigner* signer = store.signer()) {
+      header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+      mac_ = signer->begin();
+    }
   }
 
   ~RedisBuild() override {
@@ -336,6 +326,11 @@ public:
 
   // Prepares the stderr file; an error when it cannot be made.
   std::optional<SysError> start() {
+    if (header_.compression) {
+      stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+      if (keep_stderr_)
+        stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+    }
     if (!keep_stderr_) return std::nullopt;
     stderr_fd_ = anonymous_file(chunk + 1);
     if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
@@ -343,15 +338,34 @@ public:
   }
 
   bool append(const char* data, std::size_t len) override {
-    if (!usable() || !count(len)) return false;
-    hash_.update(data, len);
-    header_.payload_len += len;
-    pending_.append(data, len);
-    return pending_.size() < chunk || flush();
+    if (!usable()) return false;
+    return stdout_z_ ? stdout_z_->write(data, len) : store_stdout(data, len);
   }
 
   bool append_stderr(const char* data, std::size_t len) override {
     if (!keep_stderr_) return true;
+    if (!usable()) return false;
+    return stderr_z_ ? stderr_z_->write(data, len) : store_stderr(data, len);
+  }
+
+  // Stored bytes (raw, or compressed blocks): what --max-entry counts.
+  bool store_stdout(const char* data, std::size_t len) {
+    if (!usable() || !count(len)) return false;
+    hash_.update(data, len);
+    if (mac_) mac_->update(data, len);
+    header_.payload_len += len;
+    // Parts of at most one chunk, whatever size the compressor hands over.
+    while (len > 0) {
+      const std::size_t take = std::min(len, chunk - pending_.size());
+      pending_.append(data, take);
+      data += take;
+      len -= take;
+      if (pending_.size() == chunk && !flush()) return false;
+    }
+    return true;
+  }
+
+  bool store_stderr(const char* data, std::size_t len) {
     if (!usable() || !count(len)) return false;
     if (!write_all(stderr_fd_.get(), data, len)) {
       error_ = SysError{"a temporary file", errno_text(errno)};
@@ -361,23 +375,31 @@ public:
     return true;
   }
 
+  bool add_outputs(UniqueFd fd, std::uint64_t len) override {
+    if (!usable() || !count(len)) return false;
+    outputs_fd_ = std::move(fd);
+    header_.outputs_len = len;
+    return true;
+  }
+
   std::optional<SysError> publish() override {
+    if (stdout_z_ && usable()) {
+      if (stdout_z_->finish() && (!stderr_z_ || stderr_z_->finish())) {
+        header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                             (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+        header_.raw_stdout_len = stdout_z_->raw_len();
+        header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+      }
+    }
     if (too_large_) return std::nullopt;
     if (error_) return error_;
-    // The held stderr goes behind stdout, in chunks like stdout.
-    for (std::uint64_t at = 0; at < header_.stderr_len;) {
-      const std::size_t take = std::min<std::uint64_t>(header_.stderr_len - at, chunk);
-      const std::size_t old = pending_.size();
-      pending_.resize(old + take);
-      if (!pread_all(stderr_fd_.get(), pending_.data() + old, take, static_cast<off_t>(at))) {
-        error_ = SysError{"a temporary file", errno_text(errno)};
-        return error_;
-      }
-      hash_.update(pending_.data() + old, take);
-      at += take;
-      if (pending_.size() >= chunk && !flush()) return error_;
-    }
+    // The held stderr, then the outputs archive, go behind stdout, in
+    // chunks like stdout.
+    if (!send_behind(stderr_fd_.get(), header_.stderr_len) || !send_behind(outputs_fd_.get(), header_.outputs_len))
+      return error_;
     stderr_fd_.reset();
+    outputs_fd_.reset();
+    if (mac_) EntrySigner::seal(*mac_, header_);
     const std::string head = encode_header(header_);
     const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
     std::string expire = "0";
@@ -416,6 +438,24 @@ public:
 private:
   bool usable() const { return !error_ && !too_large_; }
 
+  // Sends `len` bytes of `src` from its start; false (with error_) on failure.
+  bool send_behind(int src, std::uint64_t len) {
+    for (std::uint64_t at = 0; at < len;) {
+      const std::size_t take = std::min<std::uint64_t>(len - at, chunk);
+      const std::size_t old = pending_.size();
+      pending_.resize(old + take);
+      if (!pread_all(src, pending_.data() + old, take, static_cast<off_t>(at))) {
+        error_ = SysError{"a temporary file", errno_text(errno)};
+        return false;
+      }
+      hash_.update(pending_.data() + old, take);
+      if (mac_) mac_->update(pending_.data() + old, take);
+      at += take;
+      if (pending_.size() >= chunk && !flush()) return false;
+    }
+    return true;
+  }
+
   // Counts bytes against --max-entry; past it, the partial key goes.
   bool count(std::size_t len) {
     body_ += len;
@@ -452,11 +492,14 @@ private:
   std::string temp_key_;
   EntryHeader header_;
   Checksum hash_;
+  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
+  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // compression (the default here)
   std::string pending_; // bytes not sent yet (at most about one chunk)
   std::uint64_t parts_ = 0; // parts sent to the temporary hash
   std::uint64_t body_ = 0;
   bool keep_stderr_ = false;
   UniqueFd stderr_fd_; // --keep-stderr: held until stdout is complete
+  UniqueFd outputs_fd_; // --output: the archive
   std::optional<SysError> error_;
   bool too_large_ = false;
   bool published_ = false;
@@ -467,8 +510,8 @@ private:
 std::variant<std::unique_ptr<EntryBuild>, SysError> RedisStore::begin_build(std::string_view key,
                                                                             const Inputs& inputs,
                                                                             std::int64_t created_ns,
-                                                                            KeepStderr keep_stderr) const {
-  auto b = std::make_unique<RedisBuild>(*this, key, inputs, created_ns, keep_stderr);
+                                                                            const BuildContents& what) const {
+  auto b = std::make_unique<RedisBuild>(*this, key, inputs, created_ns, what);
   if (auto e = b->start()) return *e;
   return std::unique_ptr<EntryBuild>(std::move(b));
 }

@@ -39,7 +39,7 @@ public:
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                   const Inputs& inputs,
                                                                   std::int64_t created_ns,
-                                                                  KeepStderr keep_stderr) const override;
+                                                                  const BuildContents& what) const override;
   void after_fork() const override;
 
   // The server's address, password redacted.

@@ -28,7 +28,8 @@ constexpr std::size_t hash_window = 2 * 1024 * 1024; // mmap window: keeps RSS s
 
 // The checksum of [offset, offset+len) of `fd`, through a moving mmap window (no copy,
 // and at most one window resident); falls back to pread.
-std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len) {
+// With `mac`, the same bytes go through it too.
+std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint64_t len, EntryMac* mac) {
   Checksum h;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   while (len > 0) {
@@ -41,11 +42,13 @@ std::optional<std::uint64_t> hash_range(int fd, std::uint64_t offset, std::uint6
       std::vector<char> buf(std::min<std::uint64_t>(take, small_read));
       if (!pread_all(fd, buf.data(), buf.size(), static_cast<off_t>(offset))) return std::nullopt;
       h.update(buf.data(), buf.size());
+      if (mac) mac->update(buf.data(), buf.size());
       offset += buf.size();
       len -= buf.size();
       continue;
     }
     h.update(static_cast<const char*>(map) + skip, take);
+    if (mac) mac->update(static_cast<const char*>(map) + skip, take);
     ::munmap(map, skip + take);
     offset += take;
     len -= take;
@@ -140,7 +143,7 @@ std::optional<SysError> create_locked_temp(const std::string& dir, const std::st
 } // namespace
 
 std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file) {
+                                        std::string* whole_file, const EntrySigner* signer) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     why = "not a regular file";
@@ -162,6 +165,11 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
     why = "it belongs to another key";
     return std::nullopt;
   }
+  if (signer && h->signature.empty()) {
+    why = "it is not signed (--sign-key)";
+    return std::nullopt;
+  }
+  const std::unique_ptr<EntryMac> mac = signer ? signer->begin() : nullptr;
   const bool whole = size <= head.size(); // the whole file is in `head` already
   char trailer[entry_trailer];
   if (whole) {
@@ -178,12 +186,18 @@ std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::str
   }
   std::optional<std::uint64_t> got;
   if (whole) {
-    got = checksum(std::string_view(head).substr(h->header_size(), h->body_len()));
+    const std::string_view body = std::string_view(head).substr(h->header_size(), h->body_len());
+    got = checksum(body);
+    if (mac) mac->update(body.data(), body.size());
   } else {
-    got = hash_range(fd, h->header_size(), h->body_len());
+    got = hash_range(fd, h->header_size(), h->body_len(), mac.get());
   }
   if (!got || *got != want_payload) {
     why = got ? "payload checksum mismatch" : "cannot read it";
+    return std::nullopt;
+  }
+  if (mac && !EntrySigner::matches(*mac, *h)) {
+    why = "its signature does not match --sign-key";
     return std::nullopt;
   }
   if (whole && whole_file) *whole_file = std::move(head);
@@ -227,15 +241,32 @@ bool serve_range(const CachedEntry& e, std::uint64_t from, std::uint64_t len, in
   return true;
 }
 
+// Decompresses the blocks in [from, from+len) of the entry to `out_fd`.
+bool serve_blocks(const CachedEntry& e, std::uint64_t from, std::uint64_t len, std::uint64_t raw_len,
+                  int out_fd) {
+  const auto read = [&](std::uint64_t at, char* buf, std::size_t n) {
+    if (e.bytes.empty()) return pread_all(e.fd.get(), buf, n, static_cast<off_t>(from + at));
+    e.bytes.copy(buf, n, from + at);
+    return true;
+  };
+  return decode_blocks(read, len, raw_len, [&](std::string_view raw) { return write_all(out_fd, raw); });
+}
+
 } // namespace
 
 bool serve_entry(const CachedEntry& e, int out_fd) {
-  return serve_range(e, e.header.header_size(), e.header.payload_len, out_fd);
+  const EntryHeader& h = e.header;
+  if ((h.compressed & entry_compressed_stdout) != 0)
+    return serve_blocks(e, h.header_size(), h.payload_len, h.raw_stdout_len, out_fd);
+  return serve_range(e, h.header_size(), h.payload_len, out_fd);
 }
 
 bool serve_entry_stderr(const CachedEntry& e, int err_fd) {
-  if (e.header.stderr_len == 0) return true;
-  return serve_range(e, e.header.header_size() + e.header.payload_len, e.header.stderr_len, err_fd);
+  const EntryHeader& h = e.header;
+  if (h.stderr_len == 0) return true;
+  if ((h.compressed & entry_compressed_stderr) != 0)
+    return serve_blocks(e, h.header_size() + h.payload_len, h.stderr_len, h.raw_stderr_len, err_fd);
+  return serve_range(e, h.header_size() + h.payload_len, h.stderr_len, err_fd);
 }
 
 std::optional<SysError> CacheStore::prepare() const {
@@ -265,7 +296,7 @@ Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
   std::string why;
   const std::string wanted(key);
   std::string bytes;
-  auto header = verify_entry(fd.get(), &wanted, why, &bytes);
+  auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
   if (!header) {
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
@@ -306,7 +337,7 @@ Lookup CacheStore::newest(std::string_view key) const {
     UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     std::string why, bytes;
     if (!fd) continue;
-    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes))
+    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
       return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
   }
   return {LookupState::missing, {}, {}};
@@ -393,14 +424,16 @@ std::vector<ListedEntry> CacheStore::list() const {
     // The header and the size only: listing must not read every payload.
     const auto h = read_header_of(dir_ + "/" + name);
     if (!h || !h->header) continue;
-    out.push_back({h->header->created_ns, h->header->payload_len, h->header->key, h->header->inputs});
+    out.push_back({h->header->created_ns, h->header->stdout_size(), h->header->key, h->header->inputs,
+                   h->header->outputs.size()});
   }
   return out;
 }
 
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
                                                         std::int64_t created_ns, const Inputs& inputs,
-                                                        KeepStderr keep_stderr) {
+                                                        const BuildContents& what) {
+  const KeepStderr keep_stderr = what.keep_stderr;
   EntryWriter w;
   const std::string digest = md5_hex(key);
   w.final_path_ = store.entry_path(key, inputs);
@@ -409,7 +442,17 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
-  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes);
+  w.header_.outputs = what.outputs;
+  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
+                                       store.signer() != nullptr || what.compress);
+  if (const EntrySigner* signer = store.signer()) {
+    w.header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+    w.mac_ = signer->begin();
+  }
+  if (what.compress) {
+    w.header_.version = entry_format_version_3;
+    w.header_.compression = true; // its flags and lengths are set by publish()
+  }
   if (keep_stderr == KeepStderr::yes) {
     // stderr comes interleaved with stdout but is stored after it: it waits
     // in an anonymous file of the same directory (so on the same disk).
@@ -438,15 +481,23 @@ void EntryWriter::fail(int err) {
   ::unlink(temp_path_.c_str());
   fd_.reset();
   stderr_fd_.reset();
+  outputs_fd_.reset();
 }
 
 bool EntryWriter::append(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (header_.compression) return compressors().first->write(data, len);
+  return store_stdout(data, len);
+}
+
+bool EntryWriter::store_stdout(const char* data, std::size_t len) {
   if (error_) return false;
   if (!write_all(fd_.get(), data, len)) {
     fail(errno);
     return false;
   }
   payload_hash_.update(data, len);
+  if (mac_) mac_->update(data, len);
   header_.payload_len += len;
   return true;
 }
@@ -454,6 +505,12 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   if (error_) return false;
   if (!stderr_fd_) return true; // not kept
+  if (header_.compression) return compressors().second->write(data, len);
+  return store_stderr(data, len);
+}
+
+bool EntryWriter::store_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
   if (!write_all(stderr_fd_.get(), data, len)) {
     fail(errno);
     return false;
@@ -462,27 +519,61 @@ bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   return true;
 }
 
-// Moves the held stderr behind stdout, hashing it on the way.
-bool EntryWriter::copy_stderr() {
-  std::vector<char> buf(std::min<std::uint64_t>(header_.stderr_len, small_read));
-  for (std::uint64_t at = 0; at < header_.stderr_len;) {
-    const std::size_t take = std::min<std::uint64_t>(header_.stderr_len - at, buf.size());
-    if (!pread_all(stderr_fd_.get(), buf.data(), take, static_cast<off_t>(at)) ||
-        !write_all(fd_.get(), buf.data(), take))
+std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
+  // Made at first use, when the writer has reached its place: they call it back.
+  if (!stdout_z_) {
+    stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+    if (stderr_fd_)
+      stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+  }
+  return {stdout_z_.get(), stderr_z_.get()};
+}
+
+bool EntryWriter::finish_compression() {
+  if (!header_.compression) return true;
+  compressors();
+  if (!stdout_z_->finish() || (stderr_z_ && !stderr_z_->finish())) return false;
+  header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                       (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+  header_.raw_stdout_len = stdout_z_->raw_len();
+  header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+  stdout_z_.reset();
+  stderr_z_.reset();
+  return true;
+}
+
+bool EntryWriter::add_outputs(UniqueFd fd, std::uint64_t len) {
+  if (error_) return false;
+  outputs_fd_ = std::move(fd);
+  header_.outputs_len = len;
+  return true;
+}
+
+// Appends `len` bytes of `src` (held stderr, the outputs archive) to the
+// entry, hashing them on the way.
+bool EntryWriter::copy_behind(int src, std::uint64_t len) {
+  std::vector<char> buf(std::min<std::uint64_t>(len, small_read));
+  for (std::uint64_t at = 0; at < len;) {
+    const std::size_t take = std::min<std::uint64_t>(len - at, buf.size());
+    if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
       return false;
     payload_hash_.update(buf.data(), take);
+    if (mac_) mac_->update(buf.data(), take);
     at += take;
   }
-  stderr_fd_.reset();
   return true;
 }
 
 std::optional<SysError> EntryWriter::publish() {
-  if (error_) return error_;
-  if (stderr_fd_ && !copy_stderr()) {
+  if (error_ || !finish_compression()) return error_;
+  if ((stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) ||
+      (outputs_fd_ && !copy_behind(outputs_fd_.get(), header_.outputs_len))) {
     fail(errno);
     return error_;
   }
+  stderr_fd_.reset();
+  outputs_fd_.reset();
+  if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
@@ -515,6 +606,7 @@ public:
   explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
   bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
   bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
+  bool add_outputs(UniqueFd fd, std::uint64_t len) override { return w_.add_outputs(std::move(fd), len); }
   std::optional<SysError> publish() override { return w_.publish(); }
   const std::optional<SysError>& error() const override { return w_.error(); }
   std::optional<CachedEntry> entry() override { return w_.entry(); }
@@ -528,8 +620,8 @@ private:
 std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
                                                                             const Inputs& inputs,
                                                                             std::int64_t created_ns,
-                                                                            KeepStderr keep_stderr) const {
-  auto created = EntryWriter::create(*this, key, created_ns, inputs, keep_stderr);
+                                                                            const BuildContents& what) const {
+  auto created = EntryWriter::create(*this, key, created_ns, inputs, what);
   if (auto* e = std::get_if<SysError>(&created)) return *e;
   return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
 }

@@ -3,7 +3,9 @@
 // served, built and published atomically, dropped, and garbage-collected.
 #pragma once
 
+#include "cache/compress.hpp"
 #include "cache/entry.hpp"
+#include "cache/sign.hpp"
 #include "util/checksum.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
@@ -39,10 +41,19 @@ struct ListedEntry {
   std::uint64_t size; // of the stored stdout
   std::string key;
   Inputs inputs;
+  std::size_t outputs = 0; // --output PATHs stored with it
 };
 
 // Whether a build stores its stderr too (--keep-stderr).
 enum class KeepStderr { no, yes };
+
+// What a build stores besides stdout: its stderr, and the --output PATHs
+// (whose archive comes by EntryBuild::add_outputs).
+struct BuildContents {
+  KeepStderr keep_stderr = KeepStderr::no;
+  std::vector<std::string> outputs;
+  bool compress = false; // stdout and stderr in zstd blocks (cache/compress.hpp)
+};
 
 struct GcCounts {
   int entries_removed = 0;
@@ -69,6 +80,9 @@ public:
   // error() says why, and nothing more is written).
   virtual bool append(const char* data, std::size_t len) = 0;
   virtual bool append_stderr(const char* data, std::size_t len) = 0;
+  // The outputs archive (--output): `len` bytes of `fd` from its start,
+  // stored after stdout and stderr on publish(). Fails like append().
+  virtual bool add_outputs(UniqueFd fd, std::uint64_t len) = 0;
   // Makes the entry visible at once and whole.
   virtual std::optional<SysError> publish() = 0;
   virtual const std::optional<SysError>& error() const = 0;
@@ -103,9 +117,17 @@ public:
   virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                           const Inputs& inputs,
                                                                           std::int64_t created_ns,
-                                                                          KeepStderr keep_stderr) const = 0;
+                                                                          const BuildContents& what) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
+
+  // --sign-key: entries are signed when written, and served only when their
+  // tag checks (else a miss, "corrupt"). Null: neither.
+  void sign_with(const EntrySigner* signer) { signer_ = signer; }
+  const EntrySigner* signer() const { return signer_; }
+
+protected:
+  const EntrySigner* signer_ = nullptr;
 };
 
 class CacheStore final : public EntryStore {
@@ -140,7 +162,7 @@ public:
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                   const Inputs& inputs,
                                                                   std::int64_t created_ns,
-                                                                  KeepStderr keep_stderr) const override;
+                                                                  const BuildContents& what) const override;
 
   // --gc --max-size: removes the oldest entries until the entry files add
   // up to at most `max_size` bytes; how many it removed.
@@ -161,11 +183,13 @@ private:
 // Verifies an open entry file: size, header, key (when `key` is given), and
 // both checksums. nullopt, with `why`, when it is not a sound entry.
 // With `whole_file`, a file small enough to be read at once is left there.
+// With `signer`, its tag is checked too, in the same pass over the body.
 std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file = nullptr);
+                                        std::string* whole_file = nullptr, const EntrySigner* signer = nullptr);
 
 // Writes the stored stdout of an entry to `out_fd`, zero-copy (sendfile)
-// where the kernel can. False when `out_fd` stopped taking data (a closed pipe).
+// where the kernel can, decompressed block by block when it is compressed.
+// False when `out_fd` stopped taking data (a closed pipe) or a block is bad.
 bool serve_entry(const CachedEntry& e, int out_fd);
 
 // The same for the stored stderr (--keep-stderr); nothing when there is none.
@@ -176,12 +200,12 @@ bool serve_entry_stderr(const CachedEntry& e, int err_fd);
 class EntryWriter {
 public:
   // `inputs`: the digest of the dependencies as they are now (before the
-  // build). With inputs the entry is format version 3; else with
-  // KeepStderr::yes version 2; else version 1 (older binaries read it).
+  // build). With inputs or outputs the entry is format version 3; else
+  // with KeepStderr::yes version 2; else version 1 (older binaries read it).
   static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
                                                     std::int64_t created_ns,
                                                     const Inputs& inputs = std::nullopt,
-                                                    KeepStderr keep_stderr = KeepStderr::no);
+                                                    const BuildContents& what = {});
   EntryWriter(EntryWriter&&) noexcept = default;
   EntryWriter& operator=(EntryWriter&&) noexcept = default;
   ~EntryWriter();
@@ -193,6 +217,8 @@ public:
   // Appends stderr bytes (held apart until publish(); ignored without
   // KeepStderr::yes). Fails like append().
   bool append_stderr(const char* data, std::size_t len);
+  // The outputs archive, copied behind stderr by publish().
+  bool add_outputs(UniqueFd fd, std::uint64_t len);
 
   // Completes the file and renames it into place. Afterwards entry() serves it.
   std::optional<SysError> publish();
@@ -204,14 +230,25 @@ public:
 private:
   EntryWriter() = default;
   void fail(int err);
-  bool copy_stderr();
+  bool copy_behind(int src, std::uint64_t len);
+  // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
+  bool store_stdout(const char* data, std::size_t len);
+  bool store_stderr(const char* data, std::size_t len);
+  // The stdout and stderr compressors (--compress); the second is null
+  // without KeepStderr::yes. A writer is not moved once it took data.
+  std::pair<BlockCompressor*, BlockCompressor*> compressors();
+  // Completes the compressed streams, noting what they became in the header.
+  bool finish_compression();
 
   std::string temp_path_;
   std::string final_path_;
   EntryHeader header_;
   UniqueFd fd_;
   UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
+  UniqueFd outputs_fd_; // --output: the archive, from add_outputs()
   Checksum payload_hash_;
+  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
+  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
   std::optional<SysError> error_;
   bool published_ = false;
 };

@@ -1,5 +1,8 @@
 #include "util/files.hpp"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +66,22 @@ std::optional<SysError> ensure_private_dir(const std::string& path) {
   if (st.st_uid != ::geteuid())
     return SysError{path, "it is owned by uid " + std::to_string(st.st_uid) + ", not by you", true};
   return std::nullopt;
+}
+
+UniqueFd anonymous_file(std::uint64_t size) {
+  constexpr std::uint64_t in_memory = 1024 * 1024;
+  if (size <= in_memory) {
+    UniqueFd fd(::memfd_create("bufferlock-entry", MFD_CLOEXEC));
+    if (fd) return fd;
+  }
+  const char* env = ::getenv("TMPDIR");
+  const std::string dir = env && *env == '/' ? env : "/tmp";
+  UniqueFd fd(::open(dir.c_str(), O_RDWR | O_TMPFILE | O_EXCL | O_CLOEXEC, 0600));
+  if (fd) return fd;
+  std::string name = dir + "/.bufferlock-XXXXXX";
+  fd.reset(::mkostemp(name.data(), O_CLOEXEC));
+  if (fd) ::unlink(name.c_str());
+  return fd;
 }
 
 } // namespace bufferlock

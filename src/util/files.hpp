@@ -1,7 +1,11 @@
 // Directories and system errors, with failures returned as values.
 #pragma once
 
+#include "util/fd.hpp"
+
 #include <sys/types.h>
+
+#include <cstdint>
 
 #include <optional>
 #include <string>
@@ -31,6 +35,11 @@ std::optional<SysError> ensure_private_dir(const std::string& path);
 // group or others may read it: what a private key file must not allow.
 // nullopt when only its owner may, or when it cannot be examined.
 std::optional<mode_t> readable_by_others(const std::string& path);
+
+// An unnamed file for scratch data: in memory (memfd) when `size` is small,
+// else in $TMPDIR (O_TMPFILE; a named file unlinked at once where the file
+// system cannot), so that a large one takes no memory. Invalid on failure.
+UniqueFd anonymous_file(std::uint64_t size);
 
 // The directory part of `path` ("." when there is none).
 std::string parent_dir(const std::string& path);

@@ -25,9 +25,12 @@ bool write_all(int fd, const char* data, std::size_t len) {
   return true;
 }
 
-bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
+namespace {
+
+// pread(2) or pwrite(2) of all `len` bytes at `offset`, through EINTR and short counts.
+template <class Op, class Ptr> bool positional_all(Op op, int fd, Ptr buf, std::size_t len, off_t offset) {
   while (len > 0) {
-    const ssize_t n = ::pread(fd, buf, len, offset);
+    const ssize_t n = op(fd, buf, len, offset);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     buf += n;
@@ -35,6 +38,16 @@ bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
     offset += n;
   }
   return true;
+}
+
+} // namespace
+
+bool pread_all(int fd, char* buf, std::size_t len, off_t offset) {
+  return positional_all(::pread, fd, buf, len, offset);
+}
+
+bool pwrite_all(int fd, const char* data, std::size_t len, off_t offset) {
+  return positional_all(::pwrite, fd, data, len, offset);
 }
 
 void fill_std_fds() {

@@ -20,4 +20,7 @@ void fill_std_fds();
 // Reads exactly `len` bytes at `offset`; false on an error or early EOF.
 bool pread_all(int fd, char* buf, std::size_t len, off_t offset);
 
+// Writes exactly `len` bytes at `offset`; false on an error.
+bool pwrite_all(int fd, const char* data, std::size_t len, off_t offset);
+
 } // namespace bufferlock

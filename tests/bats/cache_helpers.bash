@@ -95,6 +95,45 @@ blc() {
     "$BL" cache --cache-dir "$C" "$@"
 }
 
+# bls ARGS...: `bufferlock cache --store redis` on the shared server of
+# redis_helpers.bash, with the test's cache directory.
+bls() {
+    "$BL" cache --cache-dir "$C" --store redis -r "$REDIS_URL" "$@"
+}
+
+# ekey KEY [PREFIX]: the Redis key of KEY's entry (REDIS LAYOUT).
+ekey() {
+    printf '{%s%s}:entry\n' "${2-buffer:lock:}" "$(key_md5 "$1")"
+}
+
+# rss_run NAME ARGS...: `bufferlock cache --cache-dir $C ARGS...` under GNU
+# time, stdout to $T/out.NAME; its stderr must stay empty; its peak RSS (KiB)
+# in $T/rss.NAME.
+rss_run() {
+    local name=$1
+    shift
+    /usr/bin/time -f %M -o "$T/rss.$name" "$BL" cache --cache-dir "$C" "$@" >"$T/out.$name" 2>"$T/err.$name"
+    [[ ! -s $T/err.$name ]] || fail "$name stderr: $(cat "$T/err.$name")"
+}
+
+# assert_rss_below KIB NAME...: each rss_run NAME peaked below KIB KiB
+# (not checked under AddressSanitizer, whose shadow memory says nothing of ours).
+assert_rss_below() {
+    local limit=$1 name kib
+    shift
+    grep -qa __asan_init "$BL" && return 0
+    for name in "$@"; do
+        kib=$(tail -n 1 "$T/rss.$name")
+        ((kib < limit)) || fail "the peak RSS of the $name was $kib KiB"
+    done
+}
+
+# largest_field KEY: the length of the longest field of the hash KEY.
+largest_field() {
+    rcli EVAL "local m = 0 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+        local l = redis.call('HSTRLEN', KEYS[1], f) if l > m then m = l end end return m" 1 "$1"
+}
+
 # blc_bg ARGS...: blc in the background; BG_PID is bufferlock's own PID;
 # stdout/stderr to ${BG_OUT:-$T/bg.out} / ${BG_ERR:-$T/bg.err}.
 blc_bg() {

@@ -234,7 +234,7 @@ TEST(ArgvScan, SameParseAsWithEveryOptionDeclared) {
       "--ttl", "10", "--ttl=0", "--namespace", "--hash-tag", "--on-lost=term", "--slots", "3", "--also",
       "k2", "-E", "3", "-E3", "--error-exit=4", "--fail-open", "-c", "echo", "--command=x", "--cache-dir",
       "C", "--max-age=5", "--stale", "--background", "--drop", "--gc", "--list", "--store", "redis",
-      "--depends", "P", "--force", "--keep-stderr", "--max-entry=1K", "--tls-ca", "F", "--bogus", "-Z",
+      "--depends", "P", "--output", "--sign-key", "--compress", "--force", "--keep-stderr", "--max-entry=1K", "--tls-ca", "F", "--bogus", "-Z",
       "-Zn", "-1", "-n1", "-n-dir", "-n-", "-", "", "---x", "--close=yes", "--", "k", "true", "--help",
       "-h", "-V", "--list-messages", "--messages=", "run", "cache", "status", "list", "acquire", "release"};
   // clang-format on

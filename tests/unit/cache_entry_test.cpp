@@ -1,13 +1,18 @@
+#include "cache/compress.hpp"
 #include "cache/depends.hpp"
 #include "cache/entry.hpp"
+#include "cache/sign.hpp"
 #include "cache/store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 using namespace bufferlock;
 using namespace std::chrono_literals;
@@ -191,7 +196,7 @@ TEST_F(CacheStoreTest, AnAbandonedWriterLeavesNothing) {
 }
 
 TEST_F(CacheStoreTest, Version2EntriesKeepStderr) {
-  auto created = EntryWriter::create(*store_, "k2", 7, std::nullopt, KeepStderr::yes);
+  auto created = EntryWriter::create(*store_, "k2", 7, std::nullopt, BuildContents{KeepStderr::yes, {}});
   ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
   EntryWriter& w = std::get<EntryWriter>(created);
   ASSERT_TRUE(w.append("out1", 4));
@@ -319,6 +324,203 @@ TEST(CacheEntry, Version3SectionsAreSkippedUnlessRequired) {
   std::string bad_count = bytes;
   bad_count[64] = 2; // two sections announced, one there
   EXPECT_FALSE(decode_header(bad_count, why));
+}
+
+// The outputs section (--output): pinned, decoded into the header's fields,
+// and counted in the body the payload checksum covers.
+TEST(CacheEntry, OutputsSectionIsPinnedAndRoundTrips) {
+  EntryHeader h;
+  h.version = entry_version_for(std::nullopt, false, true);
+  ASSERT_EQ(h.version, entry_format_version_3);
+  h.key = "key";
+  h.payload_len = 2;
+  h.outputs = {"dist", "a/b"};
+  h.outputs_len = 300;
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x01\x00\x00\x80\x1b\x00\x00\x00", 8)); // type 1|required, 27
+  EXPECT_EQ(bytes.substr(83, 12), std::string("\x2c\x01\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00", 12));
+  EXPECT_EQ(bytes.substr(95), std::string("\x04\x00\x00\x00" "dist" "\x03\x00\x00\x00" "a/b", 15));
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->outputs, h.outputs);
+  EXPECT_EQ(back->outputs_len, 300u);
+  EXPECT_EQ(back->body_len(), 302u);
+  EXPECT_EQ(back->outputs_offset(), bytes.size() + 2);
+  EXPECT_TRUE(back->sections.empty());
+  std::string cut = bytes;
+  cut[95] = 9; // a path longer than the section
+  EXPECT_FALSE(decode_header(cut, why));
+}
+
+TEST(CacheEntry, SignatureSectionIsPinnedAndRoundTrips) {
+  EntryHeader h;
+  h.version = entry_version_for(std::nullopt, false, false, true);
+  ASSERT_EQ(h.version, entry_format_version_3);
+  h.key = "key";
+  h.payload_len = 2;
+  h.signature = std::string(32, '\x5a');
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(64, 4), std::string("\x01\x00\x00\x00", 4)); // one section
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x02\x00\x00\x00\x20\x00\x00\x00", 8)); // type 2, 32 bytes
+  EXPECT_EQ(bytes.substr(83), h.signature);
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->signature, h.signature);
+  EXPECT_TRUE(back->sections.empty());
+  std::string shorter = bytes;
+  shorter[79] = 31; // a tag of another length is no tag of ours
+  EXPECT_FALSE(decode_header(shorter, why));
+}
+
+// RFC 4231, test case 2: the tag is HMAC-SHA256 keyed by the file's bytes.
+TEST(CacheSign, HmacSha256OfTheKeyFilesBytes) {
+  char dir[] = "/tmp/bl-sign-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/key";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "Jefe";
+  }
+  ::chmod(path.c_str(), 0600);
+  auto signer = EntrySigner::from_file(path);
+  ASSERT_TRUE(std::holds_alternative<EntrySigner>(signer)) << std::get<std::string>(signer);
+  auto mac = std::get<EntrySigner>(signer).begin();
+  const std::string msg = "what do ya want for nothing?";
+  mac->update(msg.data(), 10);
+  mac->update(msg.data() + 10, msg.size() - 10);
+  std::string hex;
+  for (const unsigned char c : mac->finish()) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  EXPECT_EQ(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  ::chmod(path.c_str(), 0640);
+  EXPECT_EQ(std::get<std::string>(EntrySigner::from_file(path)), "readable by group or others (chmod 600)");
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST(CacheEntry, CompressionSectionIsPinnedAndRequiredOnlyWhenUsed) {
+  EntryHeader h;
+  h.version = entry_format_version_3;
+  h.key = "key";
+  h.payload_len = 40;
+  h.compression = true;
+  h.compressed = entry_compressed_stdout;
+  h.raw_stdout_len = 5000;
+  h.raw_stderr_len = 7;
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x03\x00\x00\x80\x14\x00\x00\x00", 8)); // type 3|required, 20
+  EXPECT_EQ(bytes.substr(83), std::string("\x01\x00\x00\x00" "\x88\x13\x00\x00\x00\x00\x00\x00"
+                                          "\x07\x00\x00\x00\x00\x00\x00\x00", 20));
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_TRUE(back->compression);
+  EXPECT_EQ(back->compressed, entry_compressed_stdout);
+  EXPECT_EQ(back->stdout_size(), 5000u);
+  EXPECT_EQ(back->payload_len, 40u);
+  // Nothing compressed: the section is skippable, so older readers serve it.
+  h.compressed = 0;
+  const std::string raw = encode_header(h);
+  EXPECT_EQ(raw.substr(75, 4), std::string("\x03\x00\x00\x00", 4));
+  ASSERT_TRUE(decode_header(raw, why)) << why;
+  EXPECT_EQ(decode_header(raw, why)->stdout_size(), 40u);
+  std::string lying = bytes;
+  lying[78] = 0; // flags set in a section that does not say it is required
+  EXPECT_FALSE(decode_header(lying, why));
+  std::string unknown = bytes;
+  unknown[83] = 4; // a flag this version does not know
+  EXPECT_FALSE(decode_header(unknown, why));
+  // An entry of before compression (no section) reads as raw.
+  h.compression = false;
+  auto old = decode_header(encode_header(h), why);
+  ASSERT_TRUE(old) << why;
+  EXPECT_FALSE(old->compression);
+  EXPECT_EQ(old->stdout_size(), 40u);
+}
+
+namespace {
+
+// `raw` through a BlockCompressor, in pieces of `piece` bytes: what it stored.
+std::string compress_all(const std::string& raw, std::size_t piece, bool& framed) {
+  std::string stored;
+  BlockCompressor z([&](const char* d, std::size_t n) {
+    stored.append(d, n);
+    return true;
+  });
+  for (std::size_t at = 0; at < raw.size(); at += piece)
+    EXPECT_TRUE(z.write(raw.data() + at, std::min(piece, raw.size() - at)));
+  EXPECT_TRUE(z.finish());
+  EXPECT_EQ(z.raw_len(), raw.size());
+  framed = z.framed();
+  return stored;
+}
+
+std::string decode_all(const std::string& stored, std::uint64_t raw_len, bool& ok) {
+  std::string out;
+  ok = decode_blocks(
+      [&](std::uint64_t at, char* buf, std::size_t n) {
+        if (at + n > stored.size()) return false;
+        stored.copy(buf, n, at);
+        return true;
+      },
+      stored.size(), raw_len, [&](std::string_view b) {
+        out += b;
+        return true;
+      });
+  return out;
+}
+
+} // namespace
+
+TEST(CacheCompress, CompressibleDataGoesInBlocksAndComesBackWhole) {
+  std::string raw;
+  for (int i = 0; raw.size() < 3 * compress_block + 12345; ++i)
+    raw += "line " + std::to_string(i) + ": building target foo/bar.o\n";
+  bool framed = false;
+  const std::string stored = compress_all(raw, 65537, framed);
+  EXPECT_TRUE(framed);
+  EXPECT_LT(stored.size(), raw.size() / 4);
+  bool ok = false;
+  EXPECT_EQ(decode_all(stored, raw.size(), ok), raw);
+  EXPECT_TRUE(ok);
+  decode_all(stored, raw.size() + 1, ok); // another raw length: refused
+  EXPECT_FALSE(ok);
+  std::string bad = stored;
+  bad[compress_block_header + 3] ^= 0x55;
+  decode_all(bad, raw.size(), ok);
+  EXPECT_FALSE(ok);
+}
+
+TEST(CacheCompress, IncompressibleDataIsStoredRaw) {
+  std::string raw(2 * compress_block + 99, '\0');
+  std::uint64_t x = 88172645463325252ULL;
+  for (auto& c : raw) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  bool framed = true;
+  EXPECT_EQ(compress_all(raw, 1000, framed), raw);
+  EXPECT_FALSE(framed);
+  EXPECT_EQ(compress_all("", 1, framed), "");
+  EXPECT_FALSE(framed);
+}
+
+TEST(CacheDepends, BadOutputPaths) {
+  EXPECT_TRUE(bad_output_path(""));
+  EXPECT_TRUE(bad_output_path("."));
+  EXPECT_TRUE(bad_output_path("a/.."));
+  EXPECT_TRUE(bad_output_path("/"));
+  EXPECT_TRUE(bad_output_path("./"));
+  EXPECT_FALSE(bad_output_path("dist/"));
+  EXPECT_FALSE(bad_output_path("/abs/dist"));
 }
 
 TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerInputs) {

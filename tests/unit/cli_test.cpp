@@ -471,6 +471,11 @@ TEST(CliCache, SecondGenerationOptions) {
   EXPECT_TRUE(parse({"cache", "--list"}).cache.list);
   EXPECT_EQ(usage_error({"cache", "--list", "k"}), "unexpected argument 'k'");
   EXPECT_EQ(usage_error({"cache", "--depends=", "k", "true"}), "invalid --depends: an empty path");
+  EXPECT_EQ(parse({"cache", "--output", "d", "--output=e/", "k", "true"}).cache.outputs,
+            (std::vector<std::string>{"d", "e/"}));
+  EXPECT_EQ(usage_error({"cache", "--output", "..", "k", "true"}),
+            "invalid --output: a path that cannot be replaced as a whole");
+  EXPECT_EQ(usage_error({"--output", "d", "k", "true"}).empty(), false);
   EXPECT_EQ(usage_error({"cache", "--max-entry", "0", "k", "true"}),
             "invalid size '0' for --max-entry: expected bytes > 0 with an optional K, M or G, such as 64M");
   EXPECT_NE(usage_error({"cache", "--max-entry", "12X", "k", "true"}).find("invalid size '12X'"),

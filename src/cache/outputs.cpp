@@ -1,0 +1,510 @@
+#include "cache/outputs.hpp"
+
+#include "util/files.hpp"
+#include "util/fd.hpp"
+#include "util/io.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <string_view>
+#include <type_traits>
+
+namespace bufferlock {
+
+namespace {
+
+// Debian's libarchive13; declared by its headers, never linked.
+constexpr const char* libarchive_name = "libarchive.so.13";
+constexpr std::size_t io_block = 256 * 1024;
+
+// The libarchive functions we call, resolved once by dlsym().
+struct Api {
+  decltype(&::archive_error_string) archive_error_string;
+  decltype(&::archive_write_new) archive_write_new;
+  decltype(&::archive_write_set_format_pax) archive_write_set_format_pax;
+  decltype(&::archive_write_set_format_option) archive_write_set_format_option;
+  decltype(&::archive_write_add_filter_zstd) archive_write_add_filter_zstd;
+  decltype(&::archive_write_open_fd) archive_write_open_fd;
+  decltype(&::archive_write_header) archive_write_header;
+  decltype(&::archive_write_data) archive_write_data;
+  decltype(&::archive_write_close) archive_write_close;
+  decltype(&::archive_write_free) archive_write_free;
+  decltype(&::archive_entry_new) archive_entry_new;
+  decltype(&::archive_entry_free) archive_entry_free;
+  decltype(&::archive_entry_clear) archive_entry_clear;
+  decltype(&::archive_entry_set_pathname) archive_entry_set_pathname;
+  decltype(&::archive_entry_set_filetype) archive_entry_set_filetype;
+  decltype(&::archive_entry_set_perm) archive_entry_set_perm;
+  decltype(&::archive_entry_set_size) archive_entry_set_size;
+  decltype(&::archive_entry_set_mtime) archive_entry_set_mtime;
+  decltype(&::archive_entry_set_symlink) archive_entry_set_symlink;
+  decltype(&::archive_read_new) archive_read_new;
+  decltype(&::archive_read_support_format_tar) archive_read_support_format_tar;
+  decltype(&::archive_read_support_filter_zstd) archive_read_support_filter_zstd;
+  decltype(&::archive_read_open) archive_read_open;
+  decltype(&::archive_read_next_header) archive_read_next_header;
+  decltype(&::archive_read_data_block) archive_read_data_block;
+  decltype(&::archive_read_free) archive_read_free;
+  decltype(&::archive_entry_pathname) archive_entry_pathname;
+  decltype(&::archive_entry_filetype) archive_entry_filetype;
+  decltype(&::archive_entry_perm) archive_entry_perm;
+  decltype(&::archive_entry_mtime) archive_entry_mtime;
+  decltype(&::archive_entry_mtime_nsec) archive_entry_mtime_nsec;
+  decltype(&::archive_entry_symlink) archive_entry_symlink;
+  decltype(&::archive_entry_hardlink) archive_entry_hardlink;
+  decltype(&::archive_entry_size) archive_entry_size;
+};
+
+struct Library {
+  Api api{};
+  std::string error; // why it could not be loaded
+};
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    void* h = ::dlopen(libarchive_name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      l.error = std::string("cannot load ") + libarchive_name + ": " + (why ? why : "unknown error");
+      return l;
+    }
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+      if (!fn && l.error.empty()) l.error = std::string(libarchive_name) + " has no " + name;
+    };
+    Api& a = l.api;
+#define BUFFERLOCK_BIND(name) bind(a.name, #name)
+    BUFFERLOCK_BIND(archive_error_string);
+    BUFFERLOCK_BIND(archive_write_new);
+    BUFFERLOCK_BIND(archive_write_set_format_pax);
+    BUFFERLOCK_BIND(archive_write_set_format_option);
+    BUFFERLOCK_BIND(archive_write_add_filter_zstd);
+    BUFFERLOCK_BIND(archive_write_open_fd);
+    BUFFERLOCK_BIND(archive_write_header);
+    BUFFERLOCK_BIND(archive_write_data);
+    BUFFERLOCK_BIND(archive_write_close);
+    BUFFERLOCK_BIND(archive_write_free);
+    BUFFERLOCK_BIND(archive_entry_new);
+    BUFFERLOCK_BIND(archive_entry_free);
+    BUFFERLOCK_BIND(archive_entry_clear);
+    BUFFERLOCK_BIND(archive_entry_set_pathname);
+    BUFFERLOCK_BIND(archive_entry_set_filetype);
+    BUFFERLOCK_BIND(archive_entry_set_perm);
+    BUFFERLOCK_BIND(archive_entry_set_size);
+    BUFFERLOCK_BIND(archive_entry_set_mtime);
+    BUFFERLOCK_BIND(archive_entry_set_symlink);
+    BUFFERLOCK_BIND(archive_read_new);
+    BUFFERLOCK_BIND(archive_read_support_format_tar);
+    BUFFERLOCK_BIND(archive_read_support_filter_zstd);
+    BUFFERLOCK_BIND(archive_read_open);
+    BUFFERLOCK_BIND(archive_read_next_header);
+    BUFFERLOCK_BIND(archive_read_data_block);
+    BUFFERLOCK_BIND(archive_read_free);
+    BUFFERLOCK_BIND(archive_entry_pathname);
+    BUFFERLOCK_BIND(archive_entry_filetype);
+    BUFFERLOCK_BIND(archive_entry_perm);
+    BUFFERLOCK_BIND(archive_entry_mtime);
+    BUFFERLOCK_BIND(archive_entry_mtime_nsec);
+    BUFFERLOCK_BIND(archive_entry_symlink);
+    BUFFERLOCK_BIND(archive_entry_hardlink);
+    BUFFERLOCK_BIND(archive_entry_size);
+#undef BUFFERLOCK_BIND
+    if (!l.error.empty()) l.api = Api{};
+    return l;
+  }();
+  return lib;
+}
+
+const Api& api() { return library().api; }
+
+std::string archive_reason(archive* a) {
+  const char* why = api().archive_error_string(a);
+  return why ? why : "libarchive failed";
+}
+
+// A PATH without its trailing slashes ("dist/" is "dist").
+std::string trimmed(std::string p) {
+  while (p.size() > 1 && p.back() == '/')
+    p.pop_back();
+  return p;
+}
+
+// The last component of `path` (trimmed).
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// --- packing -------------------------------------------------------------------
+
+class Packer {
+public:
+  Packer(archive* a, archive_entry* e) : a_(a), e_(e) {}
+
+  // Adds `path` (on disk) as member `name`, and what it holds.
+  std::optional<std::string> add(const std::string& path, const std::string& name) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return path + ": " + errno_text(errno);
+    api().archive_entry_clear(e_);
+    api().archive_entry_set_pathname(e_, name.c_str());
+    api().archive_entry_set_perm(e_, st.st_mode & 07777);
+    api().archive_entry_set_mtime(e_, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    if (S_ISLNK(st.st_mode)) return add_symlink(path, st);
+    if (S_ISREG(st.st_mode)) return add_file(path);
+    if (S_ISDIR(st.st_mode)) return add_dir(path, name);
+    return std::nullopt; // sockets, FIFOs, devices: not stored
+  }
+
+private:
+  std::optional<std::string> header(const std::string& path) {
+    if (api().archive_write_header(a_, e_) < ARCHIVE_WARN) return path + ": " + archive_reason(a_);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> add_symlink(const std::string& path, const struct stat& st) {
+    std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+    const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+    if (n < 0) return path + ": " + errno_text(errno);
+    target.resize(static_cast<std::size_t>(n));
+    api().archive_entry_set_filetype(e_, AE_IFLNK);
+    api().archive_entry_set_symlink(e_, target.c_str());
+    return header(path);
+  }
+
+  std::optional<std::string> add_file(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0) return path + ": " + errno_text(errno);
+    api().archive_entry_set_filetype(e_, AE_IFREG);
+    api().archive_entry_set_size(e_, st.st_size);
+    if (auto e = header(path)) return e;
+    buf_.resize(io_block);
+    for (off_t left = st.st_size; left > 0;) {
+      const ssize_t n = ::read(fd.get(), buf_.data(), std::min<off_t>(left, io_block));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return path + ": " + errno_text(errno);
+      if (n == 0) return path + ": it shrank while it was stored";
+      if (api().archive_write_data(a_, buf_.data(), static_cast<std::size_t>(n)) < 0)
+        return path + ": " + archive_reason(a_);
+      left -= n;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<std::string> add_dir(const std::string& path, const std::string& name) {
+    api().archive_entry_set_filetype(e_, AE_IFDIR);
+    if (auto e = header(path)) return e;
+    DIR* d = ::opendir(path.c_str());
+    if (!d) return path + ": " + errno_text(errno);
+    std::vector<std::string> names;
+    while (const dirent* ent = ::readdir(d)) {
+      const std::string_view n = ent->d_name;
+      if (n != "." && n != "..") names.emplace_back(n);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end()); // the same tree, the same archive
+    for (const auto& n : names)
+      if (auto e = add(path + "/" + n, name + "/" + n)) return e;
+    return std::nullopt;
+  }
+
+  archive* a_;
+  archive_entry* e_;
+  std::vector<char> buf_;
+};
+
+// --- restoring -----------------------------------------------------------------
+
+// Reads [offset, offset+len) of a descriptor for libarchive.
+struct RangeReader {
+  int fd;
+  std::uint64_t at;
+  std::uint64_t end;
+  std::vector<char> buf;
+
+  static la_ssize_t read(archive*, void* self, const void** out) {
+    auto* r = static_cast<RangeReader*>(self);
+    const std::size_t take = std::min<std::uint64_t>(r->end - r->at, r->buf.size());
+    if (take == 0) return 0;
+    if (!pread_all(r->fd, r->buf.data(), take, static_cast<off_t>(r->at))) return -1;
+    r->at += take;
+    *out = r->buf.data();
+    return static_cast<la_ssize_t>(take);
+  }
+};
+
+// Removes `name` in `dirfd` and all it holds, never following a symbolic link.
+void remove_tree(int dirfd, const char* name) {
+  struct stat st {};
+  if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    ::unlinkat(dirfd, name, 0);
+    return;
+  }
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fchmod(fd, 0700); // a read-only directory of the old tree
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d)) {
+    const std::string_view n = ent->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  for (const auto& n : names)
+    remove_tree(::dirfd(d), n.c_str());
+  ::closedir(d);
+  ::unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+// The name of the restored tree inside an output's temporary directory.
+constexpr const char* staged = "new";
+
+// One PATH being restored.
+struct Target {
+  std::string path;   // as given, trimmed
+  std::string parent; // its directory
+  std::string base;   // its last component
+  std::string temp;   // the temporary directory beside it ("" until made)
+  UniqueFd temp_fd;
+  bool root_seen = false;
+};
+
+// A directory whose mode and mtime are set once its contents are in place.
+struct DirMeta {
+  std::size_t target;
+  std::vector<std::string> components; // below the staged root
+  mode_t perm;
+  timespec mtime;
+};
+
+class Restorer {
+public:
+  explicit Restorer(const std::vector<std::string>& paths) {
+    for (const auto& p : paths) {
+      Target t;
+      t.path = trimmed(p);
+      t.parent = parent_dir(t.path);
+      t.base = base_name(t.path);
+      targets_.push_back(std::move(t));
+    }
+  }
+
+  ~Restorer() {
+    for (auto& t : targets_)
+      if (!t.temp.empty()) {
+        t.temp_fd.reset();
+        remove_tree(AT_FDCWD, t.temp.c_str());
+      }
+  }
+
+  // Extracts one member; an error refuses the whole archive.
+  std::optional<std::string> member(archive* a, archive_entry* e) {
+    const char* raw = api().archive_entry_pathname(e);
+    if (!raw) return std::string("a member without a name");
+    std::string name = raw;
+    const std::string shown = "member '" + name + "'";
+    if (api().archive_entry_hardlink(e)) return shown + " is a hard link";
+    const mode_t type = api().archive_entry_filetype(e);
+    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+      return shown + " is not a file, a directory or a symbolic link";
+    if (name.starts_with('/')) return shown + " has an absolute name";
+    while (type == AE_IFDIR && name.size() > 1 && name.back() == '/')
+      name.pop_back();
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+      const std::size_t slash = name.find('/', at);
+      parts.push_back(name.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+      if (slash == std::string::npos) break;
+      at = slash + 1;
+    }
+    for (const auto& p : parts)
+      if (p.empty() || p == "." || p == "..") return shown + " has an empty, '.' or '..' component";
+    const auto index = output_index(parts[0]);
+    if (!index) return shown + " belongs to no --output PATH";
+    Target& t = targets_[*index];
+    if (auto e2 = ensure_temp(t)) return e2;
+    parts[0] = staged;
+    if (parts.size() == 1) {
+      if (t.root_seen) return shown + " comes twice";
+      t.root_seen = true;
+    } else if (!t.root_seen) {
+      return shown + " comes before its PATH";
+    }
+    // Every directory on the way was made by this restore: opened without
+    // following links, so a member cannot pass through a symbolic link.
+    UniqueFd dir(::dup(t.temp_fd.get()));
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      dir.reset(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!dir) return shown + (errno == ELOOP || errno == ENOTDIR ? " passes through a symbolic link or a file"
+                                                                    : ": " + errno_text(errno));
+    }
+    const std::string& leaf = parts.back();
+    const mode_t perm = api().archive_entry_perm(e) & 0777;
+    const timespec mtime{api().archive_entry_mtime(e), api().archive_entry_mtime_nsec(e)};
+    if (type == AE_IFDIR) {
+      if (::mkdirat(dir.get(), leaf.c_str(), 0700) != 0) return shown + ": " + errno_text(errno);
+      dirs_.push_back({*index, {parts.begin() + 1, parts.end()}, perm, mtime});
+      return std::nullopt;
+    }
+    if (type == AE_IFLNK) {
+      const char* target = api().archive_entry_symlink(e);
+      if (!target || ::symlinkat(target, dir.get(), leaf.c_str()) != 0)
+        return shown + ": " + errno_text(target ? errno : EINVAL);
+      const timespec times[2] = {mtime, mtime};
+      ::utimensat(dir.get(), leaf.c_str(), times, AT_SYMLINK_NOFOLLOW);
+      return std::nullopt;
+    }
+    return file(a, e, dir.get(), leaf, shown, perm, mtime);
+  }
+
+  // Sets the directories' modes and mtimes (deepest first), then renames
+  // each staged tree over its PATH.
+  std::optional<std::string> commit() {
+    for (auto& t : targets_)
+      if (!t.root_seen) return "the archive has no member for " + t.path;
+    std::sort(dirs_.begin(), dirs_.end(),
+              [](const DirMeta& a, const DirMeta& b) { return a.components.size() > b.components.size(); });
+    for (const auto& d : dirs_) {
+      UniqueFd fd(::openat(targets_[d.target].temp_fd.get(), staged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      for (const auto& c : d.components)
+        if (fd) fd.reset(::openat(fd.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) return targets_[d.target].path + ": " + errno_text(errno);
+      const timespec times[2] = {d.mtime, d.mtime};
+      ::fchmod(fd.get(), d.perm);
+      ::futimens(fd.get(), times);
+    }
+    for (auto& t : targets_) {
+      UniqueFd parent(::open(t.parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return t.parent + ": " + errno_text(errno);
+      // Into place in one step: a new PATH, or an exchange with the old one
+      // (whatever it is, a symbolic link included: the link itself moves).
+      if (::renameat2(t.temp_fd.get(), staged, parent.get(), t.base.c_str(), RENAME_NOREPLACE) != 0) {
+        if (errno != EEXIST ||
+            ::renameat2(t.temp_fd.get(), staged, parent.get(), t.base.c_str(), RENAME_EXCHANGE) != 0)
+          return t.path + ": " + errno_text(errno);
+      }
+    }
+    return std::nullopt;
+  }
+
+private:
+  std::optional<std::size_t> output_index(const std::string& s) const {
+    if (s.empty() || s.size() > 6 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+    std::size_t n = 0;
+    for (const char c : s) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (n >= targets_.size()) return std::nullopt;
+    return n;
+  }
+
+  std::optional<std::string> ensure_temp(Target& t) {
+    if (!t.temp.empty()) return std::nullopt;
+    if (auto e = make_dirs(t.parent, 0777)) return e->path + ": " + e->reason;
+    std::string name = t.parent + "/." + t.base + ".bufferlock-XXXXXX";
+    if (!::mkdtemp(name.data())) return t.parent + ": " + errno_text(errno);
+    t.temp = name;
+    t.temp_fd.reset(::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!t.temp_fd) return name + ": " + errno_text(errno);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> file(archive* a, archive_entry* e, int dir, const std::string& leaf,
+                                  const std::string& shown, mode_t perm, const timespec& mtime) {
+    UniqueFd fd(::openat(dir, leaf.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd) return shown + ": " + errno_text(errno);
+    const void* block = nullptr;
+    std::size_t size = 0;
+    la_int64_t at = 0;
+    for (;;) {
+      const int r = api().archive_read_data_block(a, &block, &size, &at);
+      if (r == ARCHIVE_EOF) break;
+      if (r < ARCHIVE_WARN) return shown + ": " + archive_reason(a);
+      if (at < 0) return shown + ": a negative offset";
+      if (size > 0 && !pwrite_all(fd.get(), static_cast<const char*>(block), size, static_cast<off_t>(at)))
+        return shown + ": " + errno_text(errno);
+    }
+    // A sparse file's trailing hole.
+    if (::ftruncate(fd.get(), static_cast<off_t>(api().archive_entry_size(e))) != 0)
+      return shown + ": " + errno_text(errno);
+    const timespec times[2] = {mtime, mtime};
+    ::fchmod(fd.get(), perm);
+    ::futimens(fd.get(), times);
+    return std::nullopt;
+  }
+
+  std::vector<Target> targets_;
+  std::vector<DirMeta> dirs_;
+};
+
+} // namespace
+
+std::optional<std::string> first_missing_output(const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return p;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, int out_fd) {
+  if (!library().error.empty()) return library().error;
+  archive* a = api().archive_write_new();
+  archive_entry* e = api().archive_entry_new();
+  std::optional<std::string> error;
+  if (api().archive_write_set_format_pax(a) != ARCHIVE_OK ||
+      api().archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") < ARCHIVE_WARN ||
+      api().archive_write_add_filter_zstd(a) != ARCHIVE_OK || api().archive_write_open_fd(a, out_fd) != ARCHIVE_OK)
+    error = archive_reason(a);
+  Packer packer(a, e);
+  for (std::size_t i = 0; i < paths.size() && !error; ++i)
+    error = packer.add(trimmed(paths[i]), std::to_string(i));
+  if (!error && api().archive_write_close(a) != ARCHIVE_OK) error = archive_reason(a);
+  api().archive_entry_free(e);
+  api().archive_write_free(a);
+  return error;
+}
+
+std::optional<std::string> restore_outputs(const std::vector<std::string>& paths, int fd, std::uint64_t offset,
+                                           std::uint64_t len) {
+  if (!library().error.empty()) return library().error;
+  RangeReader reader{fd, offset, offset + len, std::vector<char>(io_block)};
+  archive* a = api().archive_read_new();
+  std::optional<std::string> error;
+  api().archive_read_support_format_tar(a);
+  api().archive_read_support_filter_zstd(a);
+  if (api().archive_read_open(a, &reader, nullptr, &RangeReader::read, nullptr) != ARCHIVE_OK)
+    error = archive_reason(a);
+  Restorer restorer(paths);
+  archive_entry* e = nullptr;
+  while (!error) {
+    const int r = api().archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      error = archive_reason(a);
+      break;
+    }
+    error = restorer.member(a, e);
+  }
+  if (!error) error = restorer.commit();
+  api().archive_read_free(a);
+  return error;
+}
+
+} // namespace bufferlock

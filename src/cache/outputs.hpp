@@ -1,0 +1,35 @@
+// The files a build makes (--output PATH, SPEC §16): packed after a
+// successful build into a pax tar + zstd archive written with libarchive,
+// and restored on a hit, each PATH as a whole (built beside it, then renamed
+// over it). libarchive is loaded with dlopen() the first time an archive is
+// made or read: its shared library pulls in a dozen others, which a plain
+// stdout hit must not pay for.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bufferlock {
+
+// The first of `paths` that does not exist (lstat), if any.
+std::optional<std::string> first_missing_output(const std::vector<std::string>& paths);
+
+// Writes `paths` to `out_fd` as one archive: members "I" and "I/..." for the
+// I-th path; regular files (bytes, mode, mtime), directories and symbolic
+// links (as links). Other file types are left out. The error names the path
+// that could not be read, or libarchive's reason.
+std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, int out_fd);
+
+// Restores `paths` from the archive at [offset, offset+len) of `fd`: each
+// path is extracted into a new directory beside it and renamed over it only
+// once the whole archive was read. Members with absolute names, "." or ".."
+// components, names that pass through a symbolic link, hard links, devices,
+// FIFOs, or that belong to no path, refuse the whole archive: nothing is
+// renamed into place and the temporary directories are removed. nullopt on
+// success, else why.
+std::optional<std::string> restore_outputs(const std::vector<std::string>& paths, int fd,
+                                           std::uint64_t offset, std::uint64_t len);
+
+} // namespace bufferlock

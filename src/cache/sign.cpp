@@ -1,0 +1,157 @@
+#include "cache/sign.hpp"
+
+#include "util/fd.hpp"
+#include "util/files.hpp"
+#include "util/io.hpp"
+#include "util/le.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace bufferlock {
+
+namespace {
+
+// OpenSSL 3's libcrypto as Debian ships it (libssl3). Declared by the
+// headers, never linked: loaded only when a key is given.
+constexpr const char* libcrypto_name = "libcrypto.so.3";
+constexpr std::size_t max_key_size = 64 * 1024;
+
+struct Api {
+  decltype(&::EVP_MAC_fetch) EVP_MAC_fetch;
+  decltype(&::EVP_MAC_CTX_new) EVP_MAC_CTX_new;
+  decltype(&::EVP_MAC_CTX_free) EVP_MAC_CTX_free;
+  decltype(&::EVP_MAC_init) EVP_MAC_init;
+  decltype(&::EVP_MAC_update) EVP_MAC_update;
+  decltype(&::EVP_MAC_final) EVP_MAC_final;
+  decltype(&::OSSL_PARAM_construct_utf8_string) OSSL_PARAM_construct_utf8_string;
+  decltype(&::OSSL_PARAM_construct_end) OSSL_PARAM_construct_end;
+  decltype(&::CRYPTO_memcmp) CRYPTO_memcmp;
+};
+
+struct Library {
+  Api api{};
+  EVP_MAC* hmac = nullptr; // fetched once, kept for the process
+  std::string error;       // why it could not be loaded
+};
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    void* h = ::dlopen(libcrypto_name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      l.error = std::string("cannot load ") + libcrypto_name + ": " + (why ? why : "unknown error");
+      return l;
+    }
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+      if (!fn && l.error.empty()) l.error = std::string(libcrypto_name) + " has no " + name;
+    };
+    Api& a = l.api;
+    bind(a.EVP_MAC_fetch, "EVP_MAC_fetch");
+    bind(a.EVP_MAC_CTX_new, "EVP_MAC_CTX_new");
+    bind(a.EVP_MAC_CTX_free, "EVP_MAC_CTX_free");
+    bind(a.EVP_MAC_init, "EVP_MAC_init");
+    bind(a.EVP_MAC_update, "EVP_MAC_update");
+    bind(a.EVP_MAC_final, "EVP_MAC_final");
+    bind(a.OSSL_PARAM_construct_utf8_string, "OSSL_PARAM_construct_utf8_string");
+    bind(a.OSSL_PARAM_construct_end, "OSSL_PARAM_construct_end");
+    bind(a.CRYPTO_memcmp, "CRYPTO_memcmp");
+    if (!l.error.empty()) return l;
+    l.hmac = a.EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (!l.hmac) l.error = std::string(libcrypto_name) + " has no HMAC";
+    return l;
+  }();
+  return lib;
+}
+
+class Hmac final : public EntryMac {
+public:
+  explicit Hmac(const std::string& key) {
+    const Api& a = library().api;
+    ctx_ = a.EVP_MAC_CTX_new(library().hmac);
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {a.OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           a.OSSL_PARAM_construct_end()};
+    if (!ctx_ ||
+        a.EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params) != 1)
+      failed_ = true;
+  }
+  ~Hmac() override {
+    if (ctx_) library().api.EVP_MAC_CTX_free(ctx_);
+  }
+  Hmac(const Hmac&) = delete;
+  Hmac& operator=(const Hmac&) = delete;
+
+  void update(const char* data, std::size_t len) override {
+    if (!failed_ && library().api.EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(data), len) != 1)
+      failed_ = true;
+  }
+
+  std::string finish() override {
+    std::string tag(entry_tag_size, '\0');
+    std::size_t n = 0;
+    if (failed_ ||
+        library().api.EVP_MAC_final(ctx_, reinterpret_cast<unsigned char*>(tag.data()), &n, tag.size()) != 1 ||
+        n != entry_tag_size)
+      return {}; // matches no tag; seals nothing servable
+    return tag;
+  }
+
+private:
+  EVP_MAC_CTX* ctx_ = nullptr;
+  bool failed_ = false;
+};
+
+// The header as the tag covers it: the tag zeroed, then its length.
+void add_header(EntryMac& mac, EntryHeader h) {
+  h.signature.assign(entry_tag_size, '\0');
+  std::string head = encode_header(h);
+  put_le<std::uint64_t>(head, head.size());
+  mac.update(head.data(), head.size());
+}
+
+} // namespace
+
+std::variant<EntrySigner, std::string> EntrySigner::from_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return errno_text(errno);
+  if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
+  // A shared secret that others can read signs nothing: refused, not warned.
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) return std::string("readable by group or others (chmod 600)");
+  if (st.st_size == 0) return std::string("empty");
+  if (static_cast<std::uint64_t>(st.st_size) > max_key_size) return std::string("larger than 64 KiB");
+  std::string key(static_cast<std::size_t>(st.st_size), '\0');
+  if (!pread_all(fd.get(), key.data(), key.size(), 0)) return errno_text(errno);
+  if (!library().error.empty()) return library().error;
+  return EntrySigner(std::move(key));
+}
+
+std::unique_ptr<EntryMac> EntrySigner::begin() const { return std::make_unique<Hmac>(key_); }
+
+void EntrySigner::seal(EntryMac& mac, EntryHeader& h) {
+  add_header(mac, h);
+  h.signature = mac.finish();
+  if (h.signature.size() != entry_tag_size) h.signature.assign(entry_tag_size, '\0'); // fails to verify
+}
+
+bool EntrySigner::matches(EntryMac& mac, const EntryHeader& h) {
+  if (h.signature.size() != entry_tag_size) return false;
+  add_header(mac, h);
+  const std::string tag = mac.finish();
+  return tag.size() == entry_tag_size &&
+         library().api.CRYPTO_memcmp(tag.data(), h.signature.data(), entry_tag_size) == 0;
+}
+
+} // namespace bufferlock

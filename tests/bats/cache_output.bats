@@ -1,0 +1,363 @@
+#!/usr/bin/env bats
+# bufferlock cache --output PATH (SPEC §16): the files a build makes are
+# stored with the entry and restored on a hit, each PATH as a whole; hostile
+# archives are refused and nothing outside PATH is written.
+
+bats_require_minimum_version 1.5.0
+
+load redis_helpers
+load cache_helpers
+
+setup_file() {
+    redis_setup_file
+    # One tree of 2,000 files for the suite: modes, nanosecond mtimes, symlinks.
+    python3 - "$BATS_FILE_TMPDIR/tree" <<'PY'
+import os, random, sys
+root = sys.argv[1]
+rnd = random.Random(24)
+os.makedirs(root)
+dirs = []
+for d in range(20):
+    p = os.path.join(root, "d%02d" % d, "sub" if d % 3 == 0 else "")
+    os.makedirs(p, exist_ok=True)
+    dirs.append(p)
+n = 0
+for d in dirs:
+    for f in range(100):
+        path = os.path.join(d, "f%03d%s" % (f, ".sh" if f % 7 == 0 else ".txt"))
+        if f % 25 == 24:
+            os.symlink("f%03d.txt" % (f - 1) if f % 2 else "/nowhere/dangling", path)
+        else:
+            with open(path, "wb") as out:
+                out.write(rnd.randbytes(rnd.randint(0, 3000)))
+            os.chmod(path, 0o755 if f % 7 == 0 else (0o600 if f % 5 == 0 else 0o644))
+        t = 1_500_000_000_000_000_000 + rnd.randint(0, 10**17)
+        os.utime(path, ns=(t, t), follow_symlinks=False)
+        n += 1
+for dirpath, _, _ in sorted(os.walk(root), reverse=True):
+    t = 1_400_000_000_123_456_789 + len(dirpath)
+    os.utime(dirpath, ns=(t, t))
+assert n == 2000
+PY
+    FORGE="$(dirname "$BL")/forge_entry"
+    [[ -x $FORGE ]] || {
+        echo "forge_entry not built next to $BL (configure with -DBUFFERLOCK_TESTS=ON)" >&2
+        return 1
+    }
+    export FORGE
+}
+teardown_file() { redis_teardown_file; }
+
+setup() {
+    cache_setup
+    redis_reset_shared
+    TREE="$BATS_FILE_TMPDIR/tree"
+    K="out-key"
+    mkdir -p "$T/w" "$T/outside"
+    # mkdist [SRC]: count a run, then copy SRC (default the suite's tree) to ./dist.
+    cat >"$T/bin/mkdist" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+cp -a "\${1:-$TREE}" dist
+echo built
+EOF
+    chmod +x "$T/bin/mkdist"
+    MKDIST="$T/bin/mkdist"
+}
+teardown() {
+    track_descendants
+    redis_teardown
+}
+
+# listing DIR: every name below DIR with its type, mode, mtime (ns) and link target.
+listing() {
+    (cd "$1" && find . -printf '%p %y %m %T@ %l\n' | LC_ALL=C sort)
+}
+
+# assert_same_tree A B: the same bytes, modes, mtimes and symlinks.
+assert_same_tree() {
+    diff -r --no-dereference "$1" "$2" || fail "trees $1 and $2 differ"
+    diff <(listing "$1") <(listing "$2") || fail "modes, mtimes or links of $1 and $2 differ"
+}
+
+# in_w ARGS...: `bufferlock cache --cache-dir $C ARGS...` in $T/w.
+in_w() {
+    (cd "$T/w" && "$BL" cache --cache-dir "$C" "$@")
+}
+
+@test "--output dist: 2,000 files restored byte for byte with modes, mtimes and symlinks" {
+    run --separate-stderr in_w --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output built
+    assert_runs 1
+    assert_same_tree "$TREE" "$T/w/dist"
+    rm -rf "$T/w/dist"
+    run --separate-stderr in_w --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output built
+    [[ -z $stderr ]] || fail "stderr: $stderr"
+    assert_runs 1
+    assert_same_tree "$TREE" "$T/w/dist"
+    # An existing, different dist is replaced as a whole; nothing is left beside it.
+    rm -rf "$T/w/dist" && mkdir -p "$T/w/dist/stale" && : >"$T/w/dist/old"
+    run --separate-stderr in_w --output dist "$K" "$MKDIST"
+    assert_success
+    assert_runs 1
+    assert_same_tree "$TREE" "$T/w/dist"
+    assert_equal "$(ls -A "$T/w")" dist
+}
+
+@test "--output FILE and several PATHs; a trailing slash names the same PATH" {
+    local mk="$T/bin/mk2"
+    printf '#!/bin/sh\necho $$ >>%s\nmkdir -p a/b && echo one >a/b/x && printf two >f && chmod 751 f\n' \
+        "$RUNS" >"$mk"
+    chmod +x "$mk"
+    run --separate-stderr in_w --output f --output a/ "$K" "$mk"
+    assert_success
+    cp -a "$T/w" "$T/expected"
+    rm -rf "$T/w/a" "$T/w/f"
+    run --separate-stderr in_w --output f --output a/ "$K" "$mk"
+    assert_success
+    assert_runs 1
+    assert_same_tree "$T/expected/a" "$T/w/a"
+    cmp "$T/expected/f" "$T/w/f" || fail "f differs"
+    assert_equal "$(stat -c '%a %.9Y' "$T/w/f")" "$(stat -c '%a %.9Y' "$T/expected/f")"
+    # Other --output PATHs are another entry: built again.
+    rm -rf "$T/w/a" "$T/w/f"
+    run --separate-stderr in_w --output f "$K" "$mk"
+    assert_success
+    assert_runs 2
+}
+
+@test "a build that leaves PATH missing: one error naming it, nothing stored, status kept" {
+    run --separate-stderr in_w --output dist "$K" "$COUNTED"
+    assert_failure 69
+    assert_equal "$stderr" "bufferlock: --output dist of '$K' is missing after the build; nothing stored"
+    [[ ! -e $(entry_path "$K") ]] || fail "an entry was stored"
+    run --separate-stderr in_w --output dist --error-exit 7 "$K" "$COUNTED"
+    assert_failure 7
+    # A failed command keeps its own status.
+    run --separate-stderr in_w --output dist "$K" sh -c 'exit 3'
+    assert_failure 3
+    run --separate-stderr blc --list
+    assert_output ""
+    run --separate-stderr in_w --output dist "$K" "$COUNTED"
+    assert_failure 69
+    assert_runs 3
+}
+
+@test "--list shows the number of outputs: SIZE+N in text, \"outputs\" in JSON" {
+    in_w --output dist --output dist2 "$K" sh -c 'mkdir dist dist2; echo hi' >/dev/null
+    in_w plain echo hi >/dev/null
+    run --separate-stderr blc --list
+    assert_success
+    assert_line --regexp "^[0-9.]+ 3\+2 - $K\$"
+    assert_line --regexp "^[0-9.]+ 3 - plain\$"
+    run --separate-stderr blc --list --json
+    assert_success
+    assert_equal "$(jq -c '[.entries[] | {key, outputs}] | sort_by(.key)' <<<"$output")" \
+        '[{"key":"out-key","outputs":2},{"key":"plain","outputs":null}]'
+}
+
+# runner NAME ARGS...: bufferlock cache on runner NAME (its own directory and HOME).
+runner() {
+    local name=$1
+    shift
+    mkdir -p "$T/$name/home" "$T/$name/repo"
+    (cd "$T/$name/repo" && HOME="$T/$name/home" XDG_CACHE_HOME= "$BL" cache "$@")
+}
+
+@test "two runners, one Redis: the second restores what the first built, with no build" {
+    run --separate-stderr runner A --store redis -r "$REDIS_URL" --output dist "$K" "$MKDIST"
+    assert_success
+    run --separate-stderr runner B --store redis -r "$REDIS_URL" --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output built
+    [[ -z $stderr ]] || fail "stderr: $stderr"
+    assert_runs 1
+    assert_same_tree "$TREE" "$T/B/repo/dist"
+    [[ ! -e $T/B/home/.cache/bufferlock/$(key_md5 "$K").entry ]] || fail "an entry file on runner B"
+}
+
+@test "two runners, one shared cache directory: the second restores with no build" {
+    run --separate-stderr runner A --cache-dir "$T/shared" --output dist "$K" "$MKDIST"
+    assert_success
+    run --separate-stderr runner B --cache-dir "$T/shared" --output dist "$K" "$MKDIST"
+    assert_success
+    assert_runs 1
+    assert_same_tree "$TREE" "$T/B/repo/dist"
+}
+
+@test "ten concurrent callers, each in its own directory: one build, ten identical trees" {
+    local i
+    for ((i = 0; i < 10; i++)); do
+        mkdir -p "$T/c$i"
+        cd "$T/c$i"
+        spawn_caller "$i" --output dist "$K" "$MKDIST"
+    done
+    cd "$T"
+    wait_callers 120
+    for ((i = 0; i < 10; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        assert_equal "$(cat "$T/out.$i")" built
+        assert_same_tree "$TREE" "$T/c$i/dist"
+    done
+    assert_runs 1
+}
+
+@test "a reader listing PATH during restores sees the old names or the new ones, never a mix" {
+    mkdir -p "$T/old" "$T/new"
+    local i
+    for ((i = 0; i < 40; i++)); do
+        : >"$T/old/old-$i"
+        : >"$T/new/new-$i"
+    done
+    in_w --output dist old "$MKDIST" "$T/old" >/dev/null
+    rm -rf "$T/w/dist"
+    in_w --output dist new "$MKDIST" "$T/new" >/dev/null
+    # The reader: every listing must be all old-* or all new-*, 40 names.
+    (
+        while [[ ! -e $T/stop ]]; do
+            names=$(ls "$T/w/dist" 2>&1) || {
+                echo "ls failed: $names" >>"$T/mixes"
+                continue
+            }
+            n_old=$(grep -c '^old-' <<<"$names" || true)
+            n_new=$(grep -c '^new-' <<<"$names" || true)
+            if ! { ((n_old == 40 && n_new == 0)) || ((n_old == 0 && n_new == 40)); }; then
+                echo "old=$n_old new=$n_new" >>"$T/mixes"
+            fi
+            echo x >>"$T/looks"
+        done
+    ) &
+    track_pid $!
+    for ((i = 0; i < 30; i++)); do
+        in_w --output dist old "$MKDIST" >/dev/null || fail "restore of old failed"
+        in_w --output dist new "$MKDIST" >/dev/null || fail "restore of new failed"
+    done
+    : >"$T/stop"
+    wait
+    assert_runs 2
+    [[ ! -s $T/mixes ]] || fail "the reader saw: $(sort "$T/mixes" | uniq -c | head)"
+    (($(wc -l <"$T/looks") > 10)) || fail "the reader looked only $(wc -l <"$T/looks") times"
+    assert_equal "$(ls -A "$T/w")" dist
+}
+
+# evil_archive KIND FILE: a tar archive with members "0" (a directory) and a
+# hostile one of KIND.
+evil_archive() {
+    python3 - "$1" "$2" "$T/outside" <<'PY'
+import io, sys, tarfile
+kind, path, outside = sys.argv[1:]
+with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+    d = tarfile.TarInfo("0"); d.type = tarfile.DIRTYPE; d.mode = 0o755
+    t.addfile(d)
+    def add_file(name, data=b"pwned\n"):
+        f = tarfile.TarInfo(name); f.size = len(data); f.mode = 0o644
+        t.addfile(f, io.BytesIO(data))
+    if kind == "dotdot":
+        add_file("0/../x")
+    elif kind == "dotdot-top":
+        add_file("../x")
+    elif kind == "absolute":
+        add_file(outside + "/x")
+    elif kind == "symlink":
+        l = tarfile.TarInfo("0/out"); l.type = tarfile.SYMTYPE; l.linkname = outside
+        t.addfile(l)
+        add_file("0/out/passwd")
+    elif kind == "device":
+        c = tarfile.TarInfo("0/null"); c.type = tarfile.CHRTYPE; c.devmajor = 1; c.devminor = 3
+        t.addfile(c)
+    elif kind == "fifo":
+        c = tarfile.TarInfo("0/fifo"); c.type = tarfile.FIFOTYPE
+        t.addfile(c)
+    elif kind == "hardlink":
+        h = tarfile.TarInfo("0/h"); h.type = tarfile.LNKTYPE; h.linkname = "/etc/passwd"
+        t.addfile(h)
+    elif kind == "benign":
+        add_file("0/hello", b"hello\n")
+PY
+}
+
+# forge_file KIND: KEY's entry in $C, with a stdout "forged" and a KIND archive for --output dist.
+forge_file() {
+    evil_archive "$1" "$T/evil.tar"
+    printf 'forged\n' >"$T/forged.out"
+    "$FORGE" "$C" "$K" "$T/forged.out" "$T/evil.tar" dist >"$T/forge.sizes"
+}
+
+# forge_redis KIND: the same entry, loaded into the shared Redis as a hash (h, 0, t).
+forge_redis() {
+    local f="$T/forge" ekey h b
+    evil_archive "$1" "$T/evil.tar"
+    printf 'forged\n' >"$T/forged.out"
+    rm -rf "$f"
+    read -r h b < <("$FORGE" "$f" "$K" "$T/forged.out" "$T/evil.tar" dist)
+    ekey="{buffer:lock:$(key_md5 "$K")}:entry"
+    f="$f/$(key_md5 "$K").entry"
+    rcli DEL "$ekey" >/dev/null
+    head -c "$h" "$f" | rcli -x HSET "$ekey" h >/dev/null
+    tail -c +$((h + 1)) "$f" | head -c "$b" | rcli -x HSET "$ekey" 0 >/dev/null
+    tail -c 16 "$f" | rcli -x HSET "$ekey" t >/dev/null
+}
+
+# assert_refused STORE-ARGS...: the forged entry is refused with one warning,
+# rebuilt, and nothing is written outside dist.
+assert_refused() {
+    run --separate-stderr in_w "$@" --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output built
+    assert_runs 1
+    [[ $stderr == "bufferlock: ignoring the cache entry of '$K' ("*"): its outputs: "*"; rebuilding it" ]] ||
+        fail "stderr: $stderr"
+    assert_equal "$(wc -l <<<"$stderr")" 1
+    assert_equal "$(ls -A "$T/outside")" ""
+    assert_equal "$(ls -A "$T/w")" dist
+    [[ ! -e $T/x ]] || fail "written: $T/x"
+    assert_same_tree "$TREE" "$T/w/dist"
+}
+
+@test "file store: a forged benign archive is restored (the forging works)" {
+    forge_file benign
+    run --separate-stderr in_w --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output forged
+    assert_runs 0
+    assert_equal "$(cat "$T/w/dist/hello")" hello
+}
+
+@test "file store: hostile archives (.., absolute, through a symlink, device, FIFO, hard link) are refused" {
+    local kind
+    for kind in dotdot dotdot-top absolute symlink device fifo hardlink; do
+        rm -rf "$T/w/dist" "$C" && : >"$RUNS"
+        forge_file "$kind"
+        assert_refused
+    done
+}
+
+@test "a planted symlink PATH is replaced, never written through" {
+    in_w --output dist "$K" "$MKDIST" >/dev/null
+    rm -rf "$T/w/dist"
+    ln -s "$T/outside" "$T/w/dist"
+    run --separate-stderr in_w --output dist "$K" "$MKDIST"
+    assert_success
+    assert_runs 1
+    assert_equal "$(ls -A "$T/outside")" ""
+    [[ -d $T/w/dist && ! -L $T/w/dist ]] || fail "dist is still a link"
+    assert_same_tree "$TREE" "$T/w/dist"
+}
+
+@test "Redis store: a forged benign entry is restored, hostile ones are refused" {
+    forge_redis benign
+    run --separate-stderr in_w --store redis -r "$REDIS_URL" --output dist "$K" "$MKDIST"
+    assert_success
+    assert_output forged
+    assert_runs 0
+    assert_equal "$(cat "$T/w/dist/hello")" hello
+    local kind
+    for kind in dotdot absolute symlink device hardlink; do
+        rm -rf "$T/w/dist" && : >"$RUNS"
+        forge_redis "$kind"
+        assert_refused --store redis -r "$REDIS_URL"
+    done
+}
