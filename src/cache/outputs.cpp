@@ -214,8 +214,14 @@ private:
     }
     ::closedir(d);
     std::sort(names.begin(), names.end()); // the same tree, the same archive
-    for (const auto& n : names)
-      if (auto e = add(path + "/" + n, name + "/" + n)) return e;
+    for (const auto& n : names) {
+      std::string child_path = path, child_name = name;
+      child_path += '/';
+      child_path += n;
+      child_name += '/';
+      child_name += n;
+      if (auto e = add(child_path, child_name)) return e;
+    }
     return std::nullopt;
   }
 
