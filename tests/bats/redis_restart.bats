@@ -239,13 +239,15 @@ hold_through_pause() {
 
 @test "restart: a CLIENT PAUSE shorter than the TTL loses nothing" {
     start_redis_as PRIV
-    # --ttl 6: renewals due at 2 s and 4 s. The pause (0.5 s to 4.5 s) makes
-    # both time out; renewing only at the next interval (6 s) would find the
+    # --ttl 9: renewals due at 3 s and 6 s. The pause (0.5 s to 6.5 s) makes
+    # both time out; renewing only at the next interval (9 s) would find the
     # lock expired, retrying with back-off renews it once the pause is over,
-    # before the lease's SIGTERM (6 - 0.062 - 0.2 - 0.4 = 5.3 s).
-    # The command outlives the first TTL and checks it still holds the lock.
+    # before the lease's SIGTERM (9 - 0.092 - 0.2 - 0.4 = 8.3 s): 1.8 s for
+    # the retry after the pause, which a sanitizer build at load 12 needed
+    # more than the 0.8 s a --ttl 6 left. The command outlives the first TTL
+    # and checks it still holds the lock.
     local err
-    hold_through_pause 0.5 4000 6.5 --connect-timeout 0.2 --io-timeout 0.2 --max-step 0.2 --ttl 6 \
+    hold_through_pause 0.5 6000 9.5 --connect-timeout 0.2 --io-timeout 0.2 --max-step 0.2 --ttl 9 \
         --on-lost term --kill-after 0.2
     assert_equal "$(count_matches "$err" "may be lost")" 0
 }
