@@ -1,5 +1,6 @@
 #include "cache/outputs.hpp"
 
+#include "util/dynlib.hpp"
 #include "util/files.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
@@ -7,7 +8,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <climits>
 #include <string_view>
-#include <type_traits>
 
 namespace bufferlock {
 
@@ -73,18 +72,9 @@ struct Library {
 const Library& library() {
   static const Library lib = [] {
     Library l;
-    void* h = ::dlopen(libarchive_name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      l.error = std::string("cannot load ") + libarchive_name + ": " + (why ? why : "unknown error");
-      return l;
-    }
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-      if (!fn && l.error.empty()) l.error = std::string(libarchive_name) + " has no " + name;
-    };
+    DynLib so(libarchive_name);
     Api& a = l.api;
-#define BUFFERLOCK_BIND(name) bind(a.name, #name)
+#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
     BUFFERLOCK_BIND(archive_error_string);
     BUFFERLOCK_BIND(archive_write_new);
     BUFFERLOCK_BIND(archive_write_set_format_pax);
@@ -120,6 +110,7 @@ const Library& library() {
     BUFFERLOCK_BIND(archive_entry_hardlink);
     BUFFERLOCK_BIND(archive_entry_size);
 #undef BUFFERLOCK_BIND
+    l.error = so.error();
     if (!l.error.empty()) l.api = Api{};
     return l;
   }();

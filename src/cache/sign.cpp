@@ -1,11 +1,11 @@
 #include "cache/sign.hpp"
 
+#include "util/dynlib.hpp"
 #include "util/fd.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
 #include "util/le.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -47,26 +47,20 @@ struct Library {
 const Library& library() {
   static const Library lib = [] {
     Library l;
-    void* h = ::dlopen(libcrypto_name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      l.error = std::string("cannot load ") + libcrypto_name + ": " + (why ? why : "unknown error");
-      return l;
-    }
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-      if (!fn && l.error.empty()) l.error = std::string(libcrypto_name) + " has no " + name;
-    };
+    DynLib so(libcrypto_name);
     Api& a = l.api;
-    bind(a.EVP_MAC_fetch, "EVP_MAC_fetch");
-    bind(a.EVP_MAC_CTX_new, "EVP_MAC_CTX_new");
-    bind(a.EVP_MAC_CTX_free, "EVP_MAC_CTX_free");
-    bind(a.EVP_MAC_init, "EVP_MAC_init");
-    bind(a.EVP_MAC_update, "EVP_MAC_update");
-    bind(a.EVP_MAC_final, "EVP_MAC_final");
-    bind(a.OSSL_PARAM_construct_utf8_string, "OSSL_PARAM_construct_utf8_string");
-    bind(a.OSSL_PARAM_construct_end, "OSSL_PARAM_construct_end");
-    bind(a.CRYPTO_memcmp, "CRYPTO_memcmp");
+#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
+    BUFFERLOCK_BIND(EVP_MAC_fetch);
+    BUFFERLOCK_BIND(EVP_MAC_CTX_new);
+    BUFFERLOCK_BIND(EVP_MAC_CTX_free);
+    BUFFERLOCK_BIND(EVP_MAC_init);
+    BUFFERLOCK_BIND(EVP_MAC_update);
+    BUFFERLOCK_BIND(EVP_MAC_final);
+    BUFFERLOCK_BIND(OSSL_PARAM_construct_utf8_string);
+    BUFFERLOCK_BIND(OSSL_PARAM_construct_end);
+    BUFFERLOCK_BIND(CRYPTO_memcmp);
+#undef BUFFERLOCK_BIND
+    l.error = so.error();
     if (!l.error.empty()) return l;
     l.hmac = a.EVP_MAC_fetch(nullptr, "HMAC", nullptr);
     if (!l.hmac) l.error = std::string(libcrypto_name) + " has no HMAC";

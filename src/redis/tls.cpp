@@ -1,8 +1,8 @@
 #include "redis/tls.hpp"
 
+#include "util/dynlib.hpp"
 #include "util/files.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -62,22 +62,9 @@ struct Library {
 const Library& library() {
   static const Library lib = [] {
     Library l;
-    void* h = ::dlopen(libssl_name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      l.error = std::string("cannot load ") + libssl_name + ": " + (why ? why : "unknown error");
-      return l;
-    }
-    bool ok = true;
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-      if (!fn && ok) {
-        ok = false;
-        l.error = std::string(libssl_name) + " has no " + name;
-      }
-    };
+    DynLib so(libssl_name);
     Api& a = l.api;
-#define BUFFERLOCK_BIND(name) bind(a.name, #name)
+#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
     BUFFERLOCK_BIND(TLS_client_method);
     BUFFERLOCK_BIND(SSL_CTX_new);
     BUFFERLOCK_BIND(SSL_CTX_ctrl);
@@ -106,7 +93,8 @@ const Library& library() {
     BUFFERLOCK_BIND(X509_VERIFY_PARAM_set1_ip_asc);
     BUFFERLOCK_BIND(OpenSSL_version);
 #undef BUFFERLOCK_BIND
-    if (!ok) l.api = Api{};
+    l.error = so.error();
+    if (!l.error.empty()) l.api = Api{};
     return l;
   }();
   return lib;
