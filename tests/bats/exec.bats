@@ -149,6 +149,7 @@ load helpers
     local pid=$!
     track_pid "$pid"
     wait_until_held "$D" "$K" "$pid"
+    wait_until_exec "$pid" sleep
     local fd fds
     fd=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^BUFFERLOCK_FD=//p')
     assert_regex "$fd" '^[0-9]+$'

@@ -242,6 +242,20 @@ wait_until_waiting() {
     return 1
 }
 
+# wait_until_exec PID NAME [SECONDS]: bounded wait until PID has exec'd the
+# program NAME (its /proc comm).  bufferlock takes the lock before it execs, so
+# "held by PID" alone does not mean the command's environment is in place yet.
+wait_until_exec() {
+    local pid=$1 name=$2 limit=${3:-10} i n comm
+    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
+    for ((i = 0; i < n; i++)); do
+        comm=$(cat "/proc/$pid/comm" 2>/dev/null) || true
+        [[ $comm == "$name" ]] && return 0
+        sleep 0.05
+    done
+    fail "pid $pid did not exec $name within ${limit}s (comm: ${comm:-gone})"
+}
+
 # flock_free FILE: flock(1) can take an exclusive lock on FILE right now.
 flock_free() {
     flock -n -- "$1" true
