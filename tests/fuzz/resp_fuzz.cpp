@@ -25,7 +25,8 @@ public:
   FakeServer() {
     char dir[] = "/tmp/bl-resp-fuzz.XXXXXX";
     fuzz::check(::mkdtemp(dir) != nullptr, "mkdtemp");
-    path_ = std::string(dir) + "/s";
+    dir_ = dir;
+    path_ = dir_ + "/s";
     listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -34,6 +35,15 @@ public:
     fuzz::check(::listen(listener_, 16) == 0, "listen");
     std::thread([this] { serve(); }).detach();
   }
+
+  // Runs at exit (libFuzzer's and the replay's): every run used to leave its
+  // directory behind. The thread stays blocked in accept(); only names go.
+  ~FakeServer() {
+    ::unlink(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  FakeServer(const FakeServer&) = delete;
+  FakeServer& operator=(const FakeServer&) = delete;
 
   const std::string& path() const { return path_; }
 
@@ -64,6 +74,7 @@ private:
     }
   }
 
+  std::string dir_;
   std::string path_;
   int listener_ = -1;
   std::mutex mutex_;
