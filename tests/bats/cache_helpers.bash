@@ -157,14 +157,15 @@ temp_files() {
 # wait_for_temp_file [SECONDS] [CACHEDIR]: bounded wait until a temp file
 # exists; sets TMPF to its path.
 wait_for_temp_file() {
-    local limit=${1:-10} dir=${2:-$C} i n
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i <= n; i++)); do
-        TMPF=$(temp_files "$dir" | head -n 1)
-        [[ -n $TMPF ]] && return 0
-        sleep 0.05
-    done
-    fail "no temporary file appeared in $dir within ${limit}s"
+    local limit=${1:-10} dir=${2:-$C}
+    poll_until "$limit" _first_temp_file "$dir" ||
+        fail "no temporary file appeared in $dir within ${limit}s"
+}
+
+# _first_temp_file DIR: sets TMPF to DIR's first temporary file, if any.
+_first_temp_file() {
+    TMPF=$(temp_files "$1" | head -n 1)
+    [[ -n $TMPF ]]
 }
 
 # runs: how many times the counted command ran.
@@ -253,14 +254,12 @@ spawn_subst_caller() {
 # wait_results N [SECONDS]: bounded wait until N spawned callers have
 # written their results; fails otherwise.
 wait_results() {
-    local want=$1 limit=${2:-30} i n
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i <= n; i++)); do
-        (($(find "$T" -maxdepth 1 -name 'res.*' -size +0 | wc -l) >= want)) && return 0
-        sleep 0.05
-    done
-    fail "fewer than $want callers finished within ${limit}s"
+    local want=$1 limit=${2:-30}
+    poll_until "$limit" _results_at_least "$want" ||
+        fail "fewer than $want callers finished within ${limit}s"
 }
+
+_results_at_least() { (($(find "$T" -maxdepth 1 -name 'res.*' -size +0 | wc -l) >= $1)); }
 
 # wait_callers [SECONDS]: bounded wait for every spawned caller.
 wait_callers() {

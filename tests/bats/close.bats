@@ -177,10 +177,6 @@ forwarded_signal_test() {
     child=$(<"$T/childpid")
     track_pid "$child"
     # wait until the child is sleep (exec done), then list its descriptors
-    local i
-    for ((i = 0; i < 100; i++)); do
-        [[ $(readlink "/proc/$child/exe") == */sleep ]] && break
-        sleep 0.05
-    done
+    wait_until_exec "$child" sleep 5
     assert_equal "$(find "/proc/$child/fd" -mindepth 1 -printf '%f\n' | sort -n | tr '\n' ' ')" "0 1 2 "
 }

@@ -126,15 +126,25 @@ kill_tracked_pids() {
     : >"$BG_PIDS_FILE"
 }
 
-# wait_for_exit PID [SECONDS]: bounded wait until PID has exited (default 10 s).
-wait_for_exit() {
-    local pid=$1 limit=${2:-10} i n
+# poll_until SECONDS CMD...: runs CMD every 50 ms until it succeeds, for at
+# most SECONDS, and once more at the end; its status is CMD's last one.  The
+# one loop behind every wait_* helper.
+poll_until() {
+    local limit=$1 i n
+    shift
     n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
     for ((i = 0; i < n; i++)); do
-        pid_alive "$pid" || return 0
+        "$@" && return 0
         sleep 0.05
     done
-    ! pid_alive "$pid"
+    "$@"
+}
+
+_pid_gone() { ! pid_alive "$1"; }
+
+# wait_for_exit PID [SECONDS]: bounded wait until PID has exited (default 10 s).
+wait_for_exit() {
+    poll_until "${2:-10}" _pid_gone "$1"
 }
 
 # reap PID: the exit status of background child PID, which must have exited
@@ -146,13 +156,7 @@ reap() {
 
 # wait_for_file FILE [SECONDS]: bounded wait until FILE exists and is non-empty.
 wait_for_file() {
-    local file=$1 limit=${2:-10} i n
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i < n; i++)); do
-        [[ -s $file ]] && return 0
-        sleep 0.05
-    done
-    [[ -s $file ]]
+    poll_until "${2:-10}" test -s "$1"
 }
 
 # --- lock files -------------------------------------------------------------
@@ -203,58 +207,47 @@ lock_is_held() {
 # wait_until_held DIR KEY [PID] [SECONDS]: bounded wait until KEY's lock is held
 # (by PID if given).
 wait_until_held() {
-    local dir=$1 key=$2 pid=${3:-} limit=${4:-10} path i n
-    path=$(lock_path "$dir" "$key")
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i < n; i++)); do
-        if [[ -n $pid ]]; then
-            grep -qx -- "$pid" < <(lock_holders "$path") && return 0
-        else
-            [[ -n $(lock_holders "$path") ]] && return 0
-        fi
-        sleep 0.05
-    done
-    fail "lock for key '$key' in $dir was not held${pid:+ by pid $pid} within ${limit}s"
+    local dir=$1 key=$2 pid=${3:-} limit=${4:-10}
+    poll_until "$limit" _held "$(lock_path "$dir" "$key")" "$pid" ||
+        fail "lock for key '$key' in $dir was not held${pid:+ by pid $pid} within ${limit}s"
+}
+
+# _held PATH [PID]: PATH's lock is held (by PID if not empty).
+_held() {
+    if [[ -n ${2:-} ]]; then
+        grep -qx -- "$2" < <(lock_holders "$1")
+    else
+        [[ -n $(lock_holders "$1") ]]
+    fi
 }
 
 # wait_until_free DIR KEY [SECONDS]
 wait_until_free() {
-    local dir=$1 key=$2 limit=${3:-10} path i n
-    path=$(lock_path "$dir" "$key")
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i < n; i++)); do
-        [[ -z $(lock_holders "$path") ]] && return 0
-        sleep 0.05
-    done
-    fail "lock for key '$key' in $dir still held after ${limit}s"
+    local dir=$1 key=$2 limit=${3:-10}
+    poll_until "$limit" _free "$(lock_path "$dir" "$key")" ||
+        fail "lock for key '$key' in $dir still held after ${limit}s"
 }
+
+_free() { ! _held "$1"; }
 
 # wait_until_waiting DIR KEY PID [SECONDS]: bounded wait until PID is blocked in
 # the kernel on KEY's lock.  Returns 1 (does not fail) on timeout.
 wait_until_waiting() {
-    local dir=$1 key=$2 pid=$3 limit=${4:-5} path i n
-    path=$(lock_path "$dir" "$key")
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i < n; i++)); do
-        grep -qx -- "$pid" < <(lock_waiters "$path") && return 0
-        sleep 0.05
-    done
-    return 1
+    poll_until "${4:-5}" _waiting "$(lock_path "$1" "$2")" "$3"
 }
+
+_waiting() { grep -qx -- "$2" < <(lock_waiters "$1"); }
 
 # wait_until_exec PID NAME [SECONDS]: bounded wait until PID has exec'd the
 # program NAME (its /proc comm).  bufferlock takes the lock before it execs, so
 # "held by PID" alone does not mean the command's environment is in place yet.
 wait_until_exec() {
-    local pid=$1 name=$2 limit=${3:-10} i n comm
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i < n; i++)); do
-        comm=$(cat "/proc/$pid/comm" 2>/dev/null) || true
-        [[ $comm == "$name" ]] && return 0
-        sleep 0.05
-    done
-    fail "pid $pid did not exec $name within ${limit}s (comm: ${comm:-gone})"
+    local pid=$1 name=$2 limit=${3:-10}
+    poll_until "$limit" _comm_is "$pid" "$name" ||
+        fail "pid $pid did not exec $name within ${limit}s (comm: $(cat "/proc/$pid/comm" 2>/dev/null || echo gone))"
 }
+
+_comm_is() { [[ $(cat "/proc/$1/comm" 2>/dev/null) == "$2" ]]; }
 
 # flock_free FILE: flock(1) can take an exclusive lock on FILE right now.
 flock_free() {

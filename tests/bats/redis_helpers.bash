@@ -389,15 +389,14 @@ redis_key_tagged() {
 
 # wait_for_key_state NAME RKEY present|absent [SECONDS]: bounded wait.
 wait_for_key_state() {
-    local name=$1 rkey=$2 want=$3 limit=${4:-10} i n got
-    n=$(awk -v s="$limit" 'BEGIN { printf "%d", s * 20 }')
-    for ((i = 0; i <= n; i++)); do
-        got=$(rcli_to "$name" EXISTS "$rkey" 2>/dev/null)
-        [[ $want == present && $got == 1 ]] && return 0
-        [[ $want == absent && $got == 0 ]] && return 0
-        ((i < n)) && sleep 0.05
-    done
-    return 1
+    poll_until "${4:-10}" _key_state "$1" "$2" "$3"
+}
+
+# _key_state NAME RKEY present|absent: RKEY is in that state on server NAME.
+_key_state() {
+    local got
+    got=$(rcli_to "$1" EXISTS "$2" 2>/dev/null) || true
+    [[ $3 == present && $got == 1 || $3 == absent && $got == 0 ]]
 }
 
 # --- the man page's least-privilege ACL rule (SECURITY) -----------------------------------
