@@ -205,14 +205,9 @@ private:
     }
     ::closedir(d);
     std::sort(names.begin(), names.end()); // the same tree, the same archive
-    for (const auto& n : names) {
-      std::string child_path = path, child_name = name;
-      child_path += '/';
-      child_path += n;
-      child_name += '/';
-      child_name += n;
-      if (auto e = add(child_path, child_name)) return e;
-    }
+    const auto child = [](std::string parent, const std::string& n) { return parent.append(1, '/').append(n); };
+    for (const auto& n : names)
+      if (auto e = add(child(path, n), child(name, n))) return e;
     return std::nullopt;
   }
 
