@@ -51,6 +51,9 @@ struct Api {
   decltype(&::X509_verify_cert_error_string) X509_verify_cert_error_string;
   decltype(&::X509_VERIFY_PARAM_set1_ip_asc) X509_VERIFY_PARAM_set1_ip_asc;
   decltype(&::OpenSSL_version) OpenSSL_version;
+  // The errno that libssl's system calls set: in a static bufferlock,
+  // libssl runs on a libc of its own, whose errno is not the binary's.
+  int* (*errno_location)();
 };
 
 // The loaded library, or why it could not be loaded.
@@ -93,6 +96,7 @@ const Library& library() {
     BUFFERLOCK_BIND(X509_VERIFY_PARAM_set1_ip_asc);
     BUFFERLOCK_BIND(OpenSSL_version);
 #undef BUFFERLOCK_BIND
+    so.bind(a.errno_location, "__errno_location");
     l.error = so.error();
     if (!l.error.empty()) l.api = Api{};
     return l;
@@ -247,11 +251,12 @@ TlsSession::Want TlsSession::call(const std::function<int(SSL*)>& op, std::size_
   const Api& a = api();
   SSL* ssl = static_cast<SSL*>(ssl_);
   a.ERR_clear_error();
-  errno = 0;
+  int& ssl_errno = *a.errno_location();
+  ssl_errno = 0;
   const int rc = op(ssl);
   done = rc > 0 ? static_cast<std::size_t>(rc) : 0;
   last_error_ = rc > 0 ? SSL_ERROR_NONE : a.SSL_get_error(ssl, rc);
-  last_errno_ = errno;
+  last_errno_ = ssl_errno;
   last_queue_error_ = a.ERR_get_error();
   return want_of(last_error_);
 }
