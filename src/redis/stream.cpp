@@ -33,6 +33,28 @@ std::variant<UniqueFd, int> start_connect(int family, int protocol, const sockad
 
 } // namespace
 
+bool connected_to_itself(int fd) {
+  sockaddr_storage self{}, peer{};
+  socklen_t self_len = sizeof self, peer_len = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+    return false;
+  if (self.ss_family != peer.ss_family) return false;
+  if (self.ss_family == AF_INET) {
+    sockaddr_in a{}, b{};
+    std::memcpy(&a, &self, sizeof a);
+    std::memcpy(&b, &peer, sizeof b);
+    return a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr;
+  }
+  if (self.ss_family == AF_INET6) {
+    sockaddr_in6 a{}, b{};
+    std::memcpy(&a, &self, sizeof a);
+    std::memcpy(&b, &peer, sizeof b);
+    return a.sin6_port == b.sin6_port && std::memcmp(&a.sin6_addr, &b.sin6_addr, sizeof a.sin6_addr) == 0;
+  }
+  return false;
+}
+
 std::optional<RedisError> RedisStream::wait_for(short events, Nanos deadline, bool connecting) {
   for (;;) {
     const Nanos left = deadline - monotonic_now();
@@ -91,7 +113,10 @@ std::variant<RedisStream, RedisError> RedisStream::open(const RedisUrl& url, Nan
       continue;
     }
     s.fd_ = std::move(std::get<UniqueFd>(fd));
-    if (finish_connect()) break;
+    if (finish_connect()) {
+      if (!connected_to_itself(s.fd_.get())) break;
+      last = connect_error(ECONNREFUSED); // what it is: nobody listens there
+    }
     s.fd_.reset();
     if (last && last->kind == K::timeout) break; // the deadline is gone for the others too
   }

@@ -17,6 +17,12 @@
 
 namespace bufferlock {
 
+// Whether the TCP socket `fd` is connected to itself: a connect to a
+// loopback port nobody listens on, whose ephemeral source port the kernel
+// happened to pick equal to it (TCP simultaneous open). What it "reads" is
+// what it wrote, so to a client it is a server that is not there.
+bool connected_to_itself(int fd);
+
 class RedisStream {
 public:
   // Connects to `url` before `connect_deadline`; for a rediss:// URL then
