@@ -15,8 +15,9 @@ CLUSTER_NODES=(C1 C2 C3)
 # redis-server arguments of a cluster node (start_tls_redis_as adds
 # --tls-cluster yes for a TLS cluster).
 CLUSTER_ARGS=(--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000)
-# A node's bus port is its port + 10000: free_port stays below this.
-CLUSTER_FREE_PORT_MAX=50000
+# A node's bus port is its port + 10000: free_port stays below this, so
+# that the bus port too is below the ephemeral ports (free_port).
+CLUSTER_FREE_PORT_MAX=22767
 
 cluster_setup_file() {
     local n FREE_PORT_MAX=$CLUSTER_FREE_PORT_MAX

@@ -33,13 +33,16 @@ port_in_use() {
     [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]]
 }
 
-# free_port: print a loopback TCP port in 20000-60000 (FREE_PORT_MAX, when
+# free_port: print a loopback TCP port in 20000-32767 (FREE_PORT_MAX, when
 # set, lowers the top: a cluster node's bus port is its port + 10000) that
-# nothing listens on.
+# nothing listens on. Below Linux's ephemeral ports (32768-60999): a port
+# in their range may meanwhile become some connection's source port, and a
+# client retrying a port nobody listens on may get it as its own source
+# port and connect to itself.
 free_port() {
     local i p
     for ((i = 0; i < 200; i++)); do
-        p=$((20000 + ((RANDOM << 15) | RANDOM) % (${FREE_PORT_MAX:-60000} - 19999)))
+        p=$((20000 + ((RANDOM << 15) | RANDOM) % (${FREE_PORT_MAX:-32767} - 19999)))
         if ! port_in_use "$p"; then
             printf '%s\n' "$p"
             return 0
