@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
 
 namespace bufferlock {
 
@@ -31,6 +32,25 @@ std::variant<UniqueFd, int> start_connect(int family, int protocol, const sockad
   return fd;
 }
 
+// An IPv4 or IPv6 socket address's port and address, as bytes; empty for
+// any other family.
+std::string endpoint(const sockaddr_storage& a) {
+  std::string out;
+  const auto add = [&out](const auto& field) { out.append(reinterpret_cast<const char*>(&field), sizeof field); };
+  if (a.ss_family == AF_INET) {
+    sockaddr_in in{};
+    std::memcpy(&in, &a, sizeof in);
+    add(in.sin_port);
+    add(in.sin_addr);
+  } else if (a.ss_family == AF_INET6) {
+    sockaddr_in6 in6{};
+    std::memcpy(&in6, &a, sizeof in6);
+    add(in6.sin6_port);
+    add(in6.sin6_addr);
+  }
+  return out;
+}
+
 } // namespace
 
 bool connected_to_itself(int fd) {
@@ -39,20 +59,8 @@ bool connected_to_itself(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0 ||
       ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
     return false;
-  if (self.ss_family != peer.ss_family) return false;
-  if (self.ss_family == AF_INET) {
-    sockaddr_in a{}, b{};
-    std::memcpy(&a, &self, sizeof a);
-    std::memcpy(&b, &peer, sizeof b);
-    return a.sin_port == b.sin_port && a.sin_addr.s_addr == b.sin_addr.s_addr;
-  }
-  if (self.ss_family == AF_INET6) {
-    sockaddr_in6 a{}, b{};
-    std::memcpy(&a, &self, sizeof a);
-    std::memcpy(&b, &peer, sizeof b);
-    return a.sin6_port == b.sin6_port && std::memcmp(&a.sin6_addr, &b.sin6_addr, sizeof a.sin6_addr) == 0;
-  }
-  return false;
+  const std::string local = endpoint(self);
+  return !local.empty() && local == endpoint(peer);
 }
 
 std::optional<RedisError> RedisStream::wait_for(short events, Nanos deadline, bool connecting) {
