@@ -45,8 +45,9 @@ fi
 
 # The map's input sections of .text (and of .text.hot, where an earlier list
 # put them): "SECTION ADDRESS SIZE OBJECT", the section name sometimes on a
-# line of its own before the rest.  Then each traced address, in order,
-# names the section that holds it; every section is listed once.
+# line of its own before the rest.  Then each traced address names the
+# section that holds it; every section is listed once, grouped by the set of
+# traced runs that execute it (below), first executed first within a group.
 gawk '
 FNR == 1 { file++ }
 file == 1 {
@@ -71,27 +72,44 @@ file == 2 && FNR == 1 {
         mid = int((l + h) / 2)
         if (lo[order[mid]] <= a) { best = order[mid]; l = mid + 1 } else h = mid - 1
     }
-    if (!(best in hi) || a >= hi[best] || (best in listed)) next
-    listed[best] = 1
-    o = obj[best]
-    if (sec[best] != ".text" && sec[best] ~ /^\.text\./ && o !~ /libc\.a\(/) {
-        print "    *(" sec[best] ")"
-    } else if (match(o, /([^\/]+)\(([^)]+)\)$/, part)) {
-        # an archive member; a libc string function stands for all its
-        # variants (memmove-avx2-unaligned-erms.o ...): another CPU picks
-        # another one
-        member = part[2]
-        if (part[1] == "libc.a") sub(/-(sse|ssse|avx|evex|erms|vec).*\.o$/, "-*.o", member)
-        key = part[1] ":" member
-        if (!(key in members)) { members[key] = 1; print "    *" key "(.text .text.*)" }
-    } else {
-        sub(/.*\//, "", o)
-        print "    *" o "(" sec[best] ")"
+    if (!(best in hi) || a >= hi[best]) next
+    if (!(best in line)) {
+        o = obj[best]
+        if (sec[best] != ".text" && sec[best] ~ /^\.text\./ && o !~ /libc\.a\(/) {
+            line[best] = "    *(" sec[best] ")"
+        } else if (match(o, /([^\/]+)\(([^)]+)\)$/, part)) {
+            # an archive member; a libc string function stands for all its
+            # variants (memmove-avx2-unaligned-erms.o ...): another CPU picks
+            # another one
+            member = part[2]
+            if (part[1] == "libc.a") sub(/-(sse|ssse|avx|evex|erms|vec).*\.o$/, "-*.o", member)
+            line[best] = "    *" part[1] ":" member "(.text .text.*)"
+        } else {
+            sub(/.*\//, "", o)
+            line[best] = "    *" o "(" sec[best] ")"
+        }
     }
+    l = line[best]
+    if (!(l in first)) first[l] = ++seen
+    runs[l] = or(runs[l], lshift(1, file - 2))
+}
+END {
+    # Grouped by the runs that execute them, in the order of weight of the
+    # runs (the file run, the Redis run, the cache hit, the cache miss):
+    # the code of the file run is then one stretch, that of the Redis run
+    # two, and a run does not touch the code only other runs need.
+    split("1 4 3 2", weight, " ")
+    for (l in first) {
+        key[l] = ""
+        for (w = 1; w <= 4; w++) key[l] = key[l] (and(runs[l], lshift(1, weight[w] - 1)) ? "0" : "1")
+        key[l] = key[l] sprintf(" %08d", first[l])
+    }
+    k = asorti(key, sorted, "@val_str_asc")
+    for (i = 1; i <= k; i++) print sorted[i]
 }' "$map" "$tmp"/trace.* > "$tmp/sections"
 
 {
-    echo "/* The code common runs execute, first executed first: written by"
+    echo "/* The code common runs execute, grouped by the runs that execute it: written by"
     echo "   bench/hot-text.sh, placed before the rest of .text (ARCHITECTURE.md,"
     echo "   Start-up). */"
     echo "SECTIONS"

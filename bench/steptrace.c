@@ -8,8 +8,10 @@
  * address inside PROGRAM's own file mapping, as an offset from its load
  * address (hex, one per line, in the order first executed).  Single-stepping runs on the real CPU, so
  * the string functions glibc picks for it and the vDSO set-up are seen as
- * a normal run takes them (valgrind sees neither).  Children are not
- * traced.  Exit status: 0, or 1 on a failure of its own.
+ * a normal run takes them (valgrind sees neither).  A child it forks or
+ * vforks is traced too, up to its exec of the command (it shares the code:
+ * the child's set-up runs on every run with a child), and then let go.
+ * Exit status: 0, or 1 on a failure of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,30 +74,46 @@ int main(int argc, char **argv) {
     }
     int st;
     if (waitpid(pid, &st, 0) < 0 || !WIFSTOPPED(st)) return fprintf(stderr, "steptrace: no exec stop\n"), 1;
-    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL);
+    ptrace(PTRACE_SETOPTIONS, pid, 0,
+           PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK);
     uintptr_t base, lo, hi;
     if (mapping(pid, argv[2], &base, &lo, &hi) != 0) return fprintf(stderr, "steptrace: %s not mapped\n", argv[2]), 1;
 
     size_t n = 0, cap = 1 << 16;
     struct step *seen = malloc(cap * sizeof *seen);
     if (!seen) return 1;
+    /* Every traced task is stepped in turn: a stop of one is recorded, then
+     * that task is stepped again.  A vfork parent stays blocked in the kernel
+     * until its child execs, so the stops come from the child meanwhile. */
+    pid_t cur = pid;
     int sig = 0;
     for (;;) {
         struct user_regs_struct r;
-        if (ptrace(PTRACE_GETREGS, pid, 0, &r) == 0 && r.rip >= lo && r.rip < hi) {
+        if (ptrace(PTRACE_GETREGS, cur, 0, &r) == 0 && r.rip >= lo && r.rip < hi) {
             if (n == cap && !(seen = realloc(seen, (cap *= 2) * sizeof *seen))) return 1;
             seen[n] = (struct step){r.rip - base, n};
             n++;
         }
-        if (ptrace(PTRACE_SINGLESTEP, pid, 0, sig) != 0) break;
+        if (ptrace(PTRACE_SINGLESTEP, cur, 0, sig) != 0 && cur == pid) break;
         sig = 0;
-        if (waitpid(pid, &st, 0) < 0 || WIFEXITED(st) || WIFSIGNALED(st)) break;
-        if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) { /* the command: ours ends here */
-            kill(pid, SIGKILL);
+        if ((cur = waitpid(-1, &st, __WALL)) < 0) break;
+        if (WIFEXITED(st) || WIFSIGNALED(st)) {
+            if (cur == pid) break;
+            cur = pid; /* a child is gone: nothing to step there */
+            continue;
+        }
+        if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            if (cur != pid) { /* the child's command: let it run */
+                ptrace(PTRACE_DETACH, cur, 0, 0);
+                if ((cur = waitpid(pid, &st, __WALL)) < 0 || !WIFSTOPPED(st)) break;
+                continue;
+            }
+            kill(pid, SIGKILL); /* the command, in place of ours: ours ends here */
             waitpid(pid, &st, 0);
             break;
         }
-        if (WIFSTOPPED(st) && WSTOPSIG(st) != SIGTRAP) sig = WSTOPSIG(st);
+        int s = WSTOPSIG(st);
+        if (s != SIGTRAP && s != SIGSTOP) sig = s; /* SIGSTOP: a new child's first stop */
     }
     /* each address once, at its first execution */
     qsort(seen, n, sizeof *seen, by_addr);
