@@ -5,8 +5,10 @@
 #   bench/redis-lock.sh [--quick]
 #
 # (a) uncontended wall time per run, interleaved rounds: bufferlock -r URL,
-#     bare /bin/true, and a sh + redis-cli SET NX / compare-and-delete recipe;
-#     callgrind instruction count; peak RSS (ru_maxrss)
+#     bare /bin/true, the floor (bench/redis-floor.c: the recipe's two
+#     commands from one small static process, two round trips and one child)
+#     and a sh + redis-cli SET NX / compare-and-delete recipe; callgrind
+#     instruction count; peak RSS (ru_maxrss)
 # (b) hand-off latency with --wait: holder's command ends -> the waiting
 #     bufferlock's command starts (the release's wake-list push)
 # (c) contended: 8 processes x 50 --wait inf acquisitions around a non-atomic
@@ -82,7 +84,8 @@ done
 VALGRIND=$(command -v valgrind || true)
 require_cc
 require_bl
-make_tmp spawn clocknow
+make_tmp spawn clocknow redis-floor
+FLOOR=$tmp/redis-floor
 
 # --------------------------------------------------------- redis-server ----
 
@@ -92,6 +95,10 @@ rcli() { redis-cli -p "$PORT" "$@"; }
 
 if ! "$BL" -r "$URL" smoke -- "$TRUE"; then
     echo "redis-lock.sh: smoke run failed: $BL -r $URL smoke -- $TRUE" >&2
+    exit 1
+fi
+if ! "$FLOOR" "$PORT" floor:k "$TRUE"; then
+    echo "redis-lock.sh: smoke run failed: $FLOOR $PORT floor:k $TRUE" >&2
     exit 1
 fi
 
@@ -171,7 +178,7 @@ RECIPE='redis-cli -p "$1" SET k tok NX PX 60000 >/dev/null && /bin/true; redis-c
 # The same over TLS: every redis-cli gets --tls --cacert CA ($2).
 # shellcheck disable=SC2016
 RECIPE_TLS=${RECIPE//'redis-cli -p "$1"'/'redis-cli --tls --cacert "$2" -p "$1"'}
-tools_a=(true bufferlock redis-cli quorum3 quorum5 slots8 also3)
+tools_a=(true bufferlock floor redis-cli quorum3 quorum5 slots8 also3)
 ((CLUSTER)) && tools_a+=(cluster-moved cluster-owner)
 ((TLS)) && tools_a+=(bufferlock-tls redis-cli-tls)
 BASELINE=${BUFFERLOCK_BASELINE:-}
@@ -181,6 +188,7 @@ cmd_a() {
         true) CMD=("$TRUE") ;;
         bufferlock) CMD=("$BL" -r "$URL" k -- "$TRUE") ;;
         baseline) CMD=("$BASELINE" -r "$URL" k -- "$TRUE") ;;
+        floor) CMD=("$FLOOR" "$PORT" floor:k "$TRUE") ;;
         redis-cli) CMD=(/bin/sh -c "$RECIPE" sh "$PORT") ;;
         bufferlock-tls) CMD=("$BL" -r "$TLS_URL" --tls-ca "$TLS_CA" k -- "$TRUE") ;;
         redis-cli-tls) CMD=(/bin/sh -c "$RECIPE_TLS" sh "$TLS_PORT" "$TLS_CA") ;;
@@ -226,6 +234,8 @@ done
 echo "  (ratios of medians; wall = posix_spawn .. wait4; redis-cli = sh -c 'redis-cli SET k tok"
 echo "   NX PX 60000 && /bin/true; redis-cli EVAL <compare-and-delete> 1 k tok'; maxrss from"
 echo "   wait4 includes the waited-for children and cannot go below the driver floor)"
+echo "  (floor: bench/redis-floor.c, the recipe's SET NX PX and compare-and-delete from one"
+echo "   small static process: connect, two round trips, vfork + exec of /bin/true, wait)"
 echo "  (quorumN: -r given N times, N independent servers; cluster-moved: -r a node that"
 echo "   does not serve k's slot, so every run follows a MOVED; cluster-owner: -r the node that does)"
 echo "  (slots8: --slots 8 with 7 slots taken, so the last one is taken; also3: --also k2 --also k3 k)"
@@ -377,6 +387,8 @@ echo "  redis-cli recipe vs bare /bin/true: $(ratio "${a_med[redis-cli]}" "${a_m
 echo "  bufferlock median $(us "${a_med[bufferlock]}") us, true $(us "${a_med[true]}") us," \
     "recipe $(us "${a_med[redis-cli]}") us; means: $(ratio "${a_mean[bufferlock]}" "${a_mean[true]}")x true," \
     "$(ratio "${a_mean[bufferlock]}" "${a_mean[redis-cli]}")x recipe"
+echo "  floor median $(us "${a_med[floor]}") us: floor/true $(ratio "${a_med[floor]}" "${a_med[true]}")x," \
+    "bufferlock/floor $(ratio "${a_med[bufferlock]}" "${a_med[floor]}")x (no target: what is left above the floor)"
 echo "  bufferlock Ir: process ${ir_parent:--} ('Collected', --trace-children=no), child to exec ${ir_child:--}"
 echo "  bufferlock peak RSS: median ${a_rssmed[bufferlock]} KiB, max ${a_rss[bufferlock]} KiB" \
     "(bare true ${a_rss[true]} KiB, driver floor included)"
