@@ -84,28 +84,31 @@ int main(int argc, char **argv) {
     if (!seen) return 1;
     /* Every traced task is stepped in turn: a stop of one is recorded, then
      * that task is stepped again.  A vfork parent stays blocked in the kernel
-     * until its child execs, so the stops come from the child meanwhile. */
+     * until its child execs, so the stops come from the child meanwhile.
+     * cur is the task whose stop was seen last, 0 when it was a child's end. */
     pid_t cur = pid;
     int sig = 0;
     for (;;) {
-        struct user_regs_struct r;
-        if (ptrace(PTRACE_GETREGS, cur, 0, &r) == 0 && r.rip >= lo && r.rip < hi) {
-            if (n == cap && !(seen = realloc(seen, (cap *= 2) * sizeof *seen))) return 1;
-            seen[n] = (struct step){r.rip - base, n};
-            n++;
+        if (cur > 0) {
+            struct user_regs_struct r;
+            if (ptrace(PTRACE_GETREGS, cur, 0, &r) == 0 && r.rip >= lo && r.rip < hi) {
+                if (n == cap && !(seen = realloc(seen, (cap *= 2) * sizeof *seen))) return 1;
+                seen[n] = (struct step){r.rip - base, n};
+                n++;
+            }
+            if (ptrace(PTRACE_SINGLESTEP, cur, 0, sig) != 0 && cur == pid) break;
         }
-        if (ptrace(PTRACE_SINGLESTEP, cur, 0, sig) != 0 && cur == pid) break;
         sig = 0;
         if ((cur = waitpid(-1, &st, __WALL)) < 0) break;
         if (WIFEXITED(st) || WIFSIGNALED(st)) {
             if (cur == pid) break;
-            cur = pid; /* a child is gone: nothing to step there */
+            cur = 0; /* a child is gone (its exec failed): wait for the next stop */
             continue;
         }
         if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
             if (cur != pid) { /* the child's command: let it run */
                 ptrace(PTRACE_DETACH, cur, 0, 0);
-                if ((cur = waitpid(pid, &st, __WALL)) < 0 || !WIFSTOPPED(st)) break;
+                cur = 0;
                 continue;
             }
             kill(pid, SIGKILL); /* the command, in place of ours: ours ends here */
