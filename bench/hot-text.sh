@@ -11,7 +11,9 @@
 # time (bench/steptrace.c, on the real CPU), a file-lock run, a cache miss
 # and a cache hit and, when redis-server is installed, a Redis run; finds the
 # input section of every address in bufferlock.map (the link map the build
-# writes next to the binary); and lists those sections in the order first executed.
+# writes next to the binary); and lists those sections grouped by the runs
+# that execute them (the file run's code first, then the Redis run's), first
+# executed first within a group.
 # The list names sections, not addresses, so it stays valid as the code
 # changes: a section it names that no longer exists is ignored by the
 # linker, and new code is placed after the list.  Run it again after large

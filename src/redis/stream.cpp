@@ -11,8 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <array>
 #include <memory>
-#include <string>
 
 namespace bufferlock {
 
@@ -32,23 +32,32 @@ std::variant<UniqueFd, int> start_connect(int family, int protocol, const sockad
   return fd;
 }
 
-// An IPv4 or IPv6 socket address's port and address, as bytes; empty for
-// any other family.
-std::string endpoint(const sockaddr_storage& a) {
-  std::string out;
-  const auto add = [&out](const auto& field) { out.append(reinterpret_cast<const char*>(&field), sizeof field); };
+// An IPv4 or IPv6 socket address's family, port and address; family 0 for
+// any other.
+struct Endpoint {
+  sa_family_t family = 0;
+  in_port_t port = 0;
+  std::array<unsigned char, sizeof(in6_addr)> addr{};
+  bool operator==(const Endpoint&) const = default;
+};
+
+Endpoint endpoint(const sockaddr_storage& a) {
+  Endpoint e;
   if (a.ss_family == AF_INET) {
     sockaddr_in in{};
     std::memcpy(&in, &a, sizeof in);
-    add(in.sin_port);
-    add(in.sin_addr);
+    e.port = in.sin_port;
+    std::memcpy(e.addr.data(), &in.sin_addr, sizeof in.sin_addr);
   } else if (a.ss_family == AF_INET6) {
     sockaddr_in6 in6{};
     std::memcpy(&in6, &a, sizeof in6);
-    add(in6.sin6_port);
-    add(in6.sin6_addr);
+    e.port = in6.sin6_port;
+    std::memcpy(e.addr.data(), &in6.sin6_addr, sizeof in6.sin6_addr);
+  } else {
+    return e;
   }
-  return out;
+  e.family = a.ss_family;
+  return e;
 }
 
 } // namespace
@@ -59,8 +68,8 @@ bool connected_to_itself(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_len) != 0 ||
       ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
     return false;
-  const std::string local = endpoint(self);
-  return !local.empty() && local == endpoint(peer);
+  const Endpoint local = endpoint(self);
+  return local.family != 0 && local == endpoint(peer);
 }
 
 std::optional<RedisError> RedisStream::wait_for(short events, Nanos deadline, bool connecting) {
