@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""A broken HTTP store for the bats suites (cache_http.bats).
+
+Usage: http_fault_server.py MODE PORT [FILE]
+
+Listens on 127.0.0.1:PORT.  A GET of any path answers 200 with a
+Content-Length of FILE's size (or 4096 when FILE is not given) and sends
+the first half of FILE's bytes (random bytes without FILE), then:
+
+  cut     closes the connection (a body cut short);
+  stall   keeps the connection open and sends nothing more (a stalled body);
+  silent  (no response at all: the request is read, nothing is answered).
+
+A PUT is read whole (Content-Length or chunked) and answered 201, so that
+the rebuild a client makes after the broken GET is stored without a second
+fault; its body is thrown away.  Every other method gets 405.  With
+FAULT_LOG set, "ready" is appended to that file once the server listens,
+and then one line per request ("GET /path").
+
+The server runs until it is killed (the suites stop it by PID).
+"""
+
+import os
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main():
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("cut", "stall", "silent"):
+        sys.stderr.write("usage: http_fault_server.py cut|stall|silent PORT [FILE]\n")
+        return 64
+    mode, port = sys.argv[1], int(sys.argv[2])
+    if len(sys.argv) == 4:
+        with open(sys.argv[3], "rb") as f:
+            body = f.read()
+    else:
+        body = os.urandom(4096)
+    log_path = os.environ.get("FAULT_LOG")
+    log_lock = threading.Lock()
+    stalled = []  # sockets kept open by "stall" and "silent"
+
+    def log(line):
+        if log_path:
+            with log_lock, open(log_path, "a") as f:
+                f.write(line + "\n")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # keep stderr quiet
+            pass
+
+        def hold(self):
+            # Never answer again; keep the socket open until the client
+            # gives up (or the server is killed).
+            stalled.append(self.connection)
+            try:
+                while self.connection.recv(65536):
+                    pass
+            except OSError:
+                pass
+            self.close_connection = True
+
+        def do_GET(self):
+            log("GET " + self.path)
+            if mode == "silent":
+                self.hold()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            if mode == "cut":
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self.close_connection = True
+            else:
+                self.hold()
+
+        def do_HEAD(self):
+            log("HEAD " + self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+
+        def do_PUT(self):
+            log("PUT " + self.path)
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        break
+                    self.rfile.read(size + 2)
+            else:
+                left = int(self.headers.get("Content-Length", "0"))
+                while left > 0:
+                    chunk = self.rfile.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def refuse(self):
+            log(self.command + " " + self.path)
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_DELETE = do_PROPFIND = do_POST = do_OPTIONS = refuse
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    log("ready")
+    server.serve_forever(poll_interval=0.2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
