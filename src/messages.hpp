@@ -114,7 +114,7 @@ namespace bufferlock {
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \
-  X(cache_entry_too_large, "output of '%{key}' not stored: it is larger than --max-entry (%{size} bytes)")   \
+  X(cache_entry_too_large, "output of '%{key}' not stored: its stored size, %{stored} bytes, is over --max-entry (%{size} bytes)")   \
   X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \
   X(cache_stale_unstored, "the new output of '%{key}' could not be stored; serving the previous entry")      \
   X(cache_stale_other_inputs,                                                                                \

@@ -123,7 +123,8 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
           const std::optional<SysError>& unusable, const CachedEntry* fallback) {
   std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
-  bool too_large = false; // --max-entry: not stored, one warning of its own
+  // --max-entry: not stored, one warning of its own naming the stored size.
+  std::optional<std::uint64_t> too_large;
   if (!unusable) {
     // Compressed in Redis, where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
@@ -136,8 +137,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
       writer = std::move(std::get<std::unique_ptr<EntryBuild>>(created));
   }
   const auto stop_storing = [&] {
-    too_large = writer->too_large();
-    if (!too_large) store_error = writer->error();
+    store_error = writer->error();
     writer.reset();
   };
 
@@ -175,20 +175,24 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
     }
     if (writer && !o.cache.outputs.empty()) {
       if (auto e = store_outputs(o, *writer)) {
-        too_large = writer->too_large();
-        if (!too_large) store_error = e;
-        writer.reset();
-      }
-    }
-    if (writer) {
-      if (auto e = writer->publish()) {
         store_error = e;
         writer.reset();
       }
     }
+    if (writer) {
+      // An output past --max-entry is only counted, up to here.
+      if (auto e = writer->publish()) {
+        store_error = e;
+        writer.reset();
+      } else if (writer->too_large()) {
+        too_large = writer->stored_size();
+        writer.reset();
+      }
+    }
     if (too_large)
-      diag::warn(
-          message(Msg::cache_entry_too_large, {{"key", key}, {"size", std::to_string(o.cache.max_entry)}}));
+      diag::warn(message(Msg::cache_entry_too_large, {{"key", key},
+                                                     {"stored", std::to_string(*too_large)},
+                                                     {"size", std::to_string(o.cache.max_entry)}}));
     else if (store_error)
       warn_not_stored(store, key, *store_error);
     if (fallback) {

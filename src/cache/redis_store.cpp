@@ -1,6 +1,7 @@
 #include "cache/redis_store.hpp"
 
 #include "cache/redis_scripts.hpp"
+#include "cache/streamed_build.hpp"
 #include "redis/scan.hpp"
 #include "util/clock.hpp"
 #include "util/io.hpp"
@@ -298,211 +299,69 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
 namespace {
 
 // A build streamed into a temporary key (see redis_store.hpp).
-class RedisBuild final : public EntryBuild {
+class RedisBuild final : public StreamedBuild {
 public:
   RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
              const BuildContents& what)
-      : store_(store), entry_key_(store.entry_key(key, inputs)) {
+      : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), chunk), store_(store),
+        entry_key_(store.entry_key(key, inputs)) {
     const std::string plain = store.entry_key(key);
     temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();
-    header_.created_ns = created_ns;
-    header_.key = std::string(key);
-    header_.inputs = inputs;
-    header_.outputs = what.outputs;
-    keep_stderr_ = what.keep_stderr == KeepStderr::yes;
-    header_.version =
-        entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
-    header_.compression = what.compress; // its flags and lengths are set by publish()
-    if (const EntrySigner* signer = store.signer()) {
-      header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
-      mac_ = signer->begin();
-    }
   }
 
   ~RedisBuild() override {
     // Best effort: the time to live removes it anyway.
-    if (parts_ > 0 && !published_ && !error_) store_.call({"DEL", temp_key_});
+    if (parts_sent() > 0 && !published() && !error()) store_.call({"DEL", temp_key_});
   }
-
-  // Prepares the stderr file; an error when it cannot be made.
-  std::optional<SysError> start() {
-    if (header_.compression) {
-      stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
-      if (keep_stderr_)
-        stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
-    }
-    if (!keep_stderr_) return std::nullopt;
-    stderr_fd_ = anonymous_file(chunk + 1);
-    if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
-    return std::nullopt;
-  }
-
-  bool append(const char* data, std::size_t len) override {
-    if (!usable()) return false;
-    return stdout_z_ ? stdout_z_->write(data, len) : store_stdout(data, len);
-  }
-
-  bool append_stderr(const char* data, std::size_t len) override {
-    if (!keep_stderr_) return true;
-    if (!usable()) return false;
-    return stderr_z_ ? stderr_z_->write(data, len) : store_stderr(data, len);
-  }
-
-  // Stored bytes (raw, or compressed blocks): what --max-entry counts.
-  bool store_stdout(const char* data, std::size_t len) {
-    if (!usable() || !count(len)) return false;
-    hash_.update(data, len);
-    if (mac_) mac_->update(data, len);
-    header_.payload_len += len;
-    // Parts of at most one chunk, whatever size the compressor hands over.
-    while (len > 0) {
-      const std::size_t take = std::min(len, chunk - pending_.size());
-      pending_.append(data, take);
-      data += take;
-      len -= take;
-      if (pending_.size() == chunk && !flush()) return false;
-    }
-    return true;
-  }
-
-  bool store_stderr(const char* data, std::size_t len) {
-    if (!usable() || !count(len)) return false;
-    if (!write_all(stderr_fd_.get(), data, len)) {
-      error_ = SysError{"a temporary file", errno_text(errno)};
-      return false;
-    }
-    header_.stderr_len += len;
-    return true;
-  }
-
-  bool add_outputs(UniqueFd fd, std::uint64_t len) override {
-    if (!usable() || !count(len)) return false;
-    outputs_fd_ = std::move(fd);
-    header_.outputs_len = len;
-    return true;
-  }
-
-  std::optional<SysError> publish() override {
-    if (stdout_z_ && usable()) {
-      if (stdout_z_->finish() && (!stderr_z_ || stderr_z_->finish())) {
-        header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
-                             (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
-        header_.raw_stdout_len = stdout_z_->raw_len();
-        header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
-      }
-    }
-    if (too_large_) return std::nullopt;
-    if (error_) return error_;
-    // The held stderr, then the outputs archive, go behind stdout, in
-    // chunks like stdout.
-    if (!send_behind(stderr_fd_.get(), header_.stderr_len) || !send_behind(outputs_fd_.get(), header_.outputs_len))
-      return error_;
-    stderr_fd_.reset();
-    outputs_fd_.reset();
-    if (mac_) EntrySigner::seal(*mac_, header_);
-    const std::string head = encode_header(header_);
-    const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
-    std::string expire = "0";
-    if (const auto after = store_.expire_after()) {
-      // The entry's age counts from the start of the build.
-      const std::int64_t left = after->count() - (realtime_ns() - header_.created_ns);
-      expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
-    }
-    const std::string parts = std::to_string(parts_);
-    auto r =
-        store_.eval(cache_publish_script, {temp_key_, entry_key_}, {pending_, head, trailer, parts, expire});
-    pending_ = std::string();
-    if (auto* e = std::get_if<RedisError>(&r)) {
-      error_ = SysError{store_.server(), e->text};
-      return error_;
-    }
-    const redisReply* rep = std::get<RedisReply>(r).get();
-    if (rep->type != REDIS_REPLY_INTEGER || rep->integer != 1) {
-      error_ = SysError{store_.server(), "the build's temporary key expired before it was complete"};
-      return error_;
-    }
-    published_ = true;
-    return std::nullopt;
-  }
-
-  const std::optional<SysError>& error() const override { return error_; }
-  bool too_large() const override { return too_large_; }
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header_.key, header_.inputs);
+    Lookup l = store_.lookup(header().key, header().inputs);
     if (l.state == LookupState::found) return std::move(l.entry);
-    error_ = SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why};
+    fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
     return std::nullopt;
   }
 
 private:
-  bool usable() const { return !error_ && !too_large_; }
-
-  // Sends `len` bytes of `src` from its start; false (with error_) on failure.
-  bool send_behind(int src, std::uint64_t len) {
-    for (std::uint64_t at = 0; at < len;) {
-      const std::size_t take = std::min<std::uint64_t>(len - at, chunk);
-      const std::size_t old = pending_.size();
-      pending_.resize(old + take);
-      if (!pread_all(src, pending_.data() + old, take, static_cast<off_t>(at))) {
-        error_ = SysError{"a temporary file", errno_text(errno)};
-        return false;
-      }
-      hash_.update(pending_.data() + old, take);
-      if (mac_) mac_->update(pending_.data() + old, take);
-      at += take;
-      if (pending_.size() >= chunk && !flush()) return false;
-    }
-    return true;
-  }
-
-  // Counts bytes against --max-entry; past it, the partial key goes.
-  bool count(std::size_t len) {
-    body_ += len;
-    if (body_ <= store_.max_entry()) return true;
-    too_large_ = true;
-    pending_ = std::string();
-    stderr_fd_.reset();
-    if (parts_ > 0) store_.call({"DEL", temp_key_});
-    parts_ = 0;
-    return false;
-  }
-
-  bool flush() {
-    const std::string part = std::to_string(parts_);
-    auto r = store_.eval(cache_append_script, {temp_key_}, {pending_, temp_ttl_ms, part});
+  bool send_part(std::string& part) override {
+    const std::string n = std::to_string(parts_sent());
+    auto r = store_.eval(cache_append_script, {temp_key_}, {part, temp_ttl_ms, n});
     if (auto* e = std::get_if<RedisError>(&r)) {
-      error_ = SysError{store_.server(), e->text};
-      pending_ = std::string();
+      fail(SysError{store_.server(), e->text});
       return false;
     }
     const redisReply* rep = std::get<RedisReply>(r).get();
     if (rep->type != REDIS_REPLY_INTEGER || rep->integer < 0) {
-      error_ = SysError{store_.server(), "the build's temporary key expired before it was complete"};
-      pending_ = std::string();
+      fail(SysError{store_.server(), "the build's temporary key expired before it was complete"});
       return false;
     }
-    ++parts_;
-    pending_.clear();
     return true;
+  }
+
+  std::optional<SysError> finish(std::string& last_part, const std::string& head,
+                                 const std::string& trailer) override {
+    std::string expire = "0";
+    if (const auto after = store_.expire_after()) {
+      // The entry's age counts from the start of the build.
+      const std::int64_t left = after->count() - (realtime_ns() - header().created_ns);
+      expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
+    }
+    const std::string parts = std::to_string(parts_sent());
+    auto r =
+        store_.eval(cache_publish_script, {temp_key_, entry_key_}, {last_part, head, trailer, parts, expire});
+    if (auto* e = std::get_if<RedisError>(&r)) return SysError{store_.server(), e->text};
+    const redisReply* rep = std::get<RedisReply>(r).get();
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer != 1)
+      return SysError{store_.server(), "the build's temporary key expired before it was complete"};
+    return std::nullopt;
+  }
+
+  void abandon() override {
+    if (parts_sent() > 0) store_.call({"DEL", temp_key_});
   }
 
   const RedisStore& store_;
   std::string entry_key_;
   std::string temp_key_;
-  EntryHeader header_;
-  Checksum hash_;
-  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
-  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // compression (the default here)
-  std::string pending_; // bytes not sent yet (at most about one chunk)
-  std::uint64_t parts_ = 0; // parts sent to the temporary hash
-  std::uint64_t body_ = 0;
-  bool keep_stderr_ = false;
-  UniqueFd stderr_fd_; // --keep-stderr: held until stdout is complete
-  UniqueFd outputs_fd_; // --output: the archive
-  std::optional<SysError> error_;
-  bool too_large_ = false;
-  bool published_ = false;
 };
 
 } // namespace

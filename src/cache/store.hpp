@@ -91,6 +91,8 @@ public:
   virtual std::optional<CachedEntry> entry() = 0;
   // The output outgrew --max-entry: not stored, and no error either.
   virtual bool too_large() const { return false; }
+  // With too_large(), after publish(): the stored size it would have had.
+  virtual std::uint64_t stored_size() const { return 0; }
 };
 
 // A store of entries: the cache directory, or a Redis server. Its errors are

@@ -1,0 +1,159 @@
+#include "cache/streamed_build.hpp"
+
+#include "util/files.hpp"
+#include "util/io.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace bufferlock {
+
+StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
+                             std::int64_t created_ns, const BuildContents& what,
+                             std::optional<std::uint64_t> max_entry, std::size_t part_size)
+    : part_size_(part_size), max_entry_(max_entry) {
+  header_.created_ns = created_ns;
+  header_.key = std::string(key);
+  header_.inputs = inputs;
+  header_.outputs = what.outputs;
+  keep_stderr_ = what.keep_stderr == KeepStderr::yes;
+  header_.version =
+      entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
+  header_.compression = what.compress; // its flags and lengths are set by publish()
+  if (const EntrySigner* signer = store.signer()) {
+    header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+    mac_ = signer->begin();
+  }
+}
+
+std::optional<SysError> StreamedBuild::start() {
+  if (header_.compression) {
+    stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+    if (keep_stderr_)
+      stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+  }
+  if (!keep_stderr_) return std::nullopt;
+  stderr_fd_ = anonymous_file(part_size_ + 1);
+  if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
+  return std::nullopt;
+}
+
+// Past --max-entry, append() and the rest go on taking bytes, to count them.
+bool StreamedBuild::append(const char* data, std::size_t len) {
+  if (error_) return false;
+  return stdout_z_ ? stdout_z_->write(data, len) : store_stdout(data, len);
+}
+
+bool StreamedBuild::append_stderr(const char* data, std::size_t len) {
+  if (!keep_stderr_) return true;
+  if (error_) return false;
+  return stderr_z_ ? stderr_z_->write(data, len) : store_stderr(data, len);
+}
+
+bool StreamedBuild::store_stdout(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!count(len)) return true; // only counted
+  hash_.update(data, len);
+  if (mac_) mac_->update(data, len);
+  header_.payload_len += len;
+  // Parts of at most one part_size_, whatever size the compressor hands over.
+  while (len > 0) {
+    const std::size_t take = std::min(len, part_size_ - pending_.size());
+    pending_.append(data, take);
+    data += take;
+    len -= take;
+    if (pending_.size() == part_size_ && !flush()) return false;
+  }
+  return true;
+}
+
+bool StreamedBuild::store_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!count(len)) return true;
+  if (!write_all(stderr_fd_.get(), data, len)) {
+    error_ = SysError{"a temporary file", errno_text(errno)};
+    return false;
+  }
+  header_.stderr_len += len;
+  return true;
+}
+
+bool StreamedBuild::add_outputs(UniqueFd fd, std::uint64_t len) {
+  if (error_) return false;
+  if (!count(len)) return true;
+  outputs_fd_ = std::move(fd);
+  header_.outputs_len = len;
+  return true;
+}
+
+std::optional<SysError> StreamedBuild::publish() {
+  if (stdout_z_ && !error_) {
+    if (stdout_z_->finish() && (!stderr_z_ || stderr_z_->finish())) {
+      header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                           (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+      header_.raw_stdout_len = stdout_z_->raw_len();
+      header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+    }
+  }
+  if (error_) return error_;
+  if (too_large_) return std::nullopt;
+  // The held stderr, then the outputs archive, go behind stdout, in parts
+  // like stdout.
+  if (!send_behind(stderr_fd_.get(), header_.stderr_len) || !send_behind(outputs_fd_.get(), header_.outputs_len))
+    return error_;
+  stderr_fd_.reset();
+  outputs_fd_.reset();
+  if (mac_) EntrySigner::seal(*mac_, header_);
+  const std::string head = encode_header(header_);
+  const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
+  if (auto e = finish(pending_, head, trailer)) {
+    error_ = std::move(e);
+    pending_ = std::string();
+    return error_;
+  }
+  pending_ = std::string();
+  published_ = true;
+  return std::nullopt;
+}
+
+bool StreamedBuild::send_behind(int src, std::uint64_t len) {
+  for (std::uint64_t at = 0; at < len;) {
+    const std::size_t take = std::min<std::uint64_t>(len - at, part_size_ - pending_.size());
+    const std::size_t old = pending_.size();
+    pending_.resize(old + take);
+    if (!pread_all(src, pending_.data() + old, take, static_cast<off_t>(at))) {
+      error_ = SysError{"a temporary file", errno_text(errno)};
+      return false;
+    }
+    hash_.update(pending_.data() + old, take);
+    if (mac_) mac_->update(pending_.data() + old, take);
+    at += take;
+    if (pending_.size() == part_size_ && !flush()) return false;
+  }
+  return true;
+}
+
+bool StreamedBuild::count(std::size_t len) {
+  body_ += len;
+  if (too_large_) return false;
+  if (!max_entry_ || body_ <= *max_entry_) return true;
+  too_large_ = true;
+  pending_ = std::string();
+  stderr_fd_.reset();
+  outputs_fd_.reset();
+  abandon();
+  parts_ = 0;
+  return false;
+}
+
+bool StreamedBuild::flush() {
+  if (!send_part(pending_)) {
+    pending_ = std::string();
+    return false;
+  }
+  ++parts_;
+  pending_.clear();
+  return true;
+}
+
+} // namespace bufferlock

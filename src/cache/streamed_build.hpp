@@ -1,0 +1,80 @@
+// A build on its way into a remote store (Redis, HTTP): the entry's bytes
+// (cache/entry.hpp) made as the output comes, in parts of a bounded size
+// that a sink sends on, then a header and a trailer once everything is
+// known. What the remote stores share: compression, the signature, the
+// stderr held until stdout is complete, the outputs archive, --max-entry.
+#pragma once
+
+#include "cache/store.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace bufferlock {
+
+class StreamedBuild : public EntryBuild {
+public:
+  // `max_entry`: the most stored bytes (body) the entry may have; past it
+  // nothing more is sent, the sink abandons what it has, and the bytes are
+  // only counted, so that the warning can name the stored size.
+  StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                const BuildContents& what, std::optional<std::uint64_t> max_entry, std::size_t part_size);
+
+  // Prepares the stderr file; an error when it cannot be made.
+  std::optional<SysError> start();
+
+  bool append(const char* data, std::size_t len) final;
+  bool append_stderr(const char* data, std::size_t len) final;
+  bool add_outputs(UniqueFd fd, std::uint64_t len) final;
+  std::optional<SysError> publish() final;
+  const std::optional<SysError>& error() const final { return error_; }
+  bool too_large() const final { return too_large_; }
+  std::uint64_t stored_size() const final { return body_; }
+
+protected:
+  // Sends a full part of the body (the parts, in order, are the body);
+  // false, with fail(), when it could not.
+  virtual bool send_part(std::string& part) = 0;
+  // Completes the entry: the last part (maybe empty), then the header and
+  // the trailer, made visible at once; the error, else nullopt.
+  virtual std::optional<SysError> finish(std::string& last_part, const std::string& header,
+                                         const std::string& trailer) = 0;
+  // The output outgrew --max-entry: removes whatever was sent.
+  virtual void abandon() = 0;
+
+  void fail(SysError e) { error_ = std::move(e); }
+  const EntryHeader& header() const { return header_; }
+  bool published() const { return published_; }
+  std::uint64_t parts_sent() const { return parts_; }
+
+private:
+  bool usable() const { return !error_ && !too_large_; }
+  // Stored bytes (raw, or compressed blocks): what --max-entry counts.
+  bool store_stdout(const char* data, std::size_t len);
+  bool store_stderr(const char* data, std::size_t len);
+  // Sends `len` bytes of `src` from its start behind what was sent.
+  bool send_behind(int src, std::uint64_t len);
+  // Counts stored bytes; false once past --max-entry (then too_large_).
+  bool count(std::size_t len);
+  // Hands the sink a full part.
+  bool flush();
+
+  std::size_t part_size_;
+  std::optional<std::uint64_t> max_entry_;
+  EntryHeader header_;
+  Checksum hash_;
+  std::unique_ptr<EntryMac> mac_;                        // --sign-key: the tag so far
+  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // compression (always, in remote stores)
+  std::string pending_;                                  // bytes not sent yet (at most one part)
+  std::uint64_t parts_ = 0;                              // parts sent
+  std::uint64_t body_ = 0;                               // stored bytes so far, counted past --max-entry too
+  bool keep_stderr_ = false;
+  UniqueFd stderr_fd_;  // --keep-stderr: held until stdout is complete
+  UniqueFd outputs_fd_; // --output: the archive
+  std::optional<SysError> error_;
+  bool too_large_ = false;
+  bool published_ = false;
+};
+
+} // namespace bufferlock
