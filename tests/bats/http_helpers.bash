@@ -21,6 +21,8 @@
 #   /nolist/  the same without dav-ext: PROPFIND is 405
 #   /small/   client_max_body_size 1k: an upload is 413
 #   /e500/ /e503/   every request is 500 / 503
+#   /rd500/ /rd503/ a GET or HEAD is 500 / 503, the rest is /cache/'s (reads fail, uploads work)
+#   /wr500/   a PUT is 500, the rest is /cache/'s (reads work, uploads fail)
 #   /auth/    basic auth, user HTTP_USER, password HTTP_PASSWORD
 #   /bearer/  Authorization: Bearer HTTP_TOKEN, else 401
 #
@@ -35,7 +37,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 HTTP_FAULT_SERVER="$BATS_TEST_DIRNAME/../tools/http_fault_server.py"
 
 # The locations the suites use, one directory each under the root.
-HTTP_LOCATIONS=(cache nolist small e500 e503 auth bearer)
+HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer)
 
 # _dav_ext_module: the path of the dav-ext module (PROPFIND), empty if missing.
 _dav_ext_module() {
@@ -93,6 +95,21 @@ http {
         }
         location /e500/ { return 500; }
         location /e503/ { return 503; }
+        location /rd500/ {
+            if (\$request_method ~ ^(GET|HEAD)$) { return 500; }
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        location /rd503/ {
+            if (\$request_method ~ ^(GET|HEAD)$) { return 503; }
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        location /wr500/ {
+            if (\$request_method = PUT) { return 500; }
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
         location /auth/ {
             auth_basic "bufferlock";
             auth_basic_user_file $dir/htpasswd;
@@ -215,7 +232,7 @@ http_url() {
 
 # https_url: the store URL of this test on the https server (/cache/).
 https_url() {
-    printf 'https://localhost:%s/cache/%s/\n' "$HTTPS_PORT" "$HTTP_T"
+    printf 'https://127.0.0.1:%s/cache/%s/\n' "$HTTPS_PORT" "$HTTP_T"
 }
 
 # obj_dir [LOCATION]: the directory nginx keeps this test's objects in.
