@@ -25,6 +25,12 @@
 #     store (the old tree swapped out and removed) vs `tar -x` of the same
 #     tree from a local uncompressed archive into a fresh directory (the old
 #     one removed first)
+# (f) --store http://… on a private loopback nginx with WebDAV (started
+#     here, stopped by pid; skipped with a note without nginx or curl): a
+#     hit of a 500 MiB incompressible entry (100 MiB with --quick) vs
+#     `curl -s URL -o FILE` of the same bytes from the same nginx; the
+#     store (a --force build, whose upload is one PUT) vs `curl -T FILE URL`;
+#     the peak RSS of the restore
 #
 # Timing is done by bench/spawn.c (posix_spawn + wait4), built here with
 # cc -O2.  See bench/README.md.
@@ -46,10 +52,12 @@ if ((quick)); then
     S_ROUNDS=5 S_BATCH=10 # (a) 4 KiB: rounds x batch runs per tool
     L_ROUNDS=2 L_BATCH=2  # (a) 100 MiB
     H_REPS=1              # (b) stampedes
+    F_SIZE=$((100 * 1024 * 1024)) F_ROUNDS=2 # (f) the http store's entry; rounds of 1 run
 else
     S_ROUNDS=100 S_BATCH=20
     L_ROUNDS=40 L_BATCH=3
     H_REPS=3
+    F_SIZE=$((500 * 1024 * 1024)) F_ROUNDS=5
 fi
 H_CALLERS=100
 SMALL=4096
@@ -76,6 +84,9 @@ VALGRIND=$(command -v valgrind || true)
 RCLI=$(command -v redis-cli)
 
 make_tmp spawn
+# (f)'s nginx is stopped by pid before the temporary directory goes.
+nginx_pid=
+trap 'stop_nginx; cleanup' EXIT
 
 bench_header cache
 echo "  uptime: $(uptime)"
@@ -131,6 +142,11 @@ cmd_a() {
         # one stat of every file (find -newer reads no content)
         dfind) CMD=("$(command -v find)" "$(dep_path "$size")" -type f -newer "$tmp/p.small") ;;
         dcat) if [[ $size == tree ]]; then CMD=("$CAT" "${TREE_FILES[@]}"); else CMD=("$CAT" "$tmp/p.large"); fi ;;
+        # (f): the http store against curl on the same nginx
+        hhit) CMD=("$BL" cache --cache-dir "$D" --store "$HURL" k.http -- /bin/false) ;;
+        hget) CMD=("$CURL" -s -f -o "$tmp/f.get" "${HURL}raw.bin") ;;
+        hput) CMD=("$BL" cache --cache-dir "$D" --store "$HURL" --force k.http -- "$CAT" "$tmp/p.http") ;;
+        hcput) CMD=("$CURL" -s -f -o /dev/null -T "$tmp/p.http" "${HURL}raw.bin") ;;
     esac
 }
 # run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
@@ -362,6 +378,128 @@ echo "   and removed), tarx = rm -rf of the old tree, then tar -xf of an uncompr
 echo "   local archive; both through /bin/sh -c; entry $(stat -c %s "$D/$(printf %s k.tree | md5sum | cut -c1-32).entry")" \
     "bytes, tar $(stat -c %s "$tmp/tree.tar") bytes)"
 
+# ------------------------------------------------- (f) --store http ---------
+
+# stop_nginx: stop (f)'s nginx by the pid it wrote (a daemon, not our child),
+# SIGKILL after a bounded wait.
+stop_nginx() {
+    local i
+    if [[ -z $nginx_pid || $(cat "/proc/$nginx_pid/comm" 2>/dev/null) != nginx ]]; then
+        nginx_pid=
+        return 0
+    fi
+    kill "$nginx_pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        [[ -d /proc/$nginx_pid ]] || break
+        sleep 0.05
+    done
+    [[ ! -d /proc/$nginx_pid ]] || kill -KILL "$nginx_pid" 2>/dev/null || true
+    nginx_pid=
+    return 0
+}
+# nginx_conf DIR PORT: WebDAV PUT/DELETE under /cache/ with no size limit,
+# every temp path in DIR, the body temp path on the root's file system (so a
+# PUT ends in a rename); as root, workers that can write DIR.
+nginx_conf() {
+    [[ $(id -u) != 0 ]] || echo 'user root root;'
+    cat <<EOF
+daemon on;
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    default_type application/octet-stream;
+    sendfile on;
+    client_body_temp_path $1/data/.body;
+    proxy_temp_path $1/tmp/proxy;
+    fastcgi_temp_path $1/tmp/fastcgi;
+    uwsgi_temp_path $1/tmp/uwsgi;
+    scgi_temp_path $1/tmp/scgi;
+    server {
+        listen 127.0.0.1:$2;
+        root $1/data;
+        location /cache/ {
+            dav_methods PUT DELETE MKCOL COPY MOVE;
+            create_full_put_path on;
+            client_max_body_size 0;
+            dav_access user:rw;
+        }
+    }
+}
+EOF
+}
+# start_nginx: nginx_conf's server on a free loopback port; sets HPORT and
+# nginx_pid; returns 1 if it did not come up.
+start_nginx() {
+    local d=$tmp/nginx try i
+    mkdir -p "$d/data/cache" "$d/data/.body" "$d/tmp"
+    for try in 1 2 3 4 5 6 7 8; do
+        HPORT=$((20000 + RANDOM % 12000))
+        port_busy "$HPORT" && continue
+        nginx_conf "$d" "$HPORT" >"$d/nginx.conf"
+        rm -f "$d/nginx.pid"
+        "$NGINX" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" </dev/null >"$d/start.log" 2>&1 || continue
+        for ((i = 0; i < 100; i++)); do
+            nginx_pid=$(cat "$d/nginx.pid" 2>/dev/null || true)
+            [[ -n $nginx_pid ]] && "$CURL" -s -o /dev/null --max-time 1 "http://127.0.0.1:$HPORT/cache/" && return 0
+            sleep 0.05
+        done
+        stop_nginx
+        echo "  (port $HPORT: nginx did not come up, try $try)" >&2
+    done
+    return 1
+}
+
+NGINX=$(command -v nginx || true)
+CURL=$(command -v curl || true)
+f_ran=0
+f_mib=$((F_SIZE / 1024 / 1024))
+hr "(f) --store http on a private nginx (WebDAV), $f_mib MiB incompressible: $F_ROUNDS interleaved rounds x 1 run per tool"
+if [[ -z $NGINX || -z $CURL ]]; then
+    note "part (f) skipped: nginx or curl is not installed (apt-get install nginx curl)"
+elif ! start_nginx; then
+    err "part (f): nginx did not come up: $(tail -n 2 "$tmp/nginx/start.log" "$tmp/nginx/error.log" 2>/dev/null | tr '\n' ' ')"
+else
+    HURL=http://127.0.0.1:$HPORT/cache/
+    f_obj=$tmp/nginx/data/cache/$(printf %s k.http | md5sum | cut -c1-32).entry
+    head -c "$F_SIZE" /dev/urandom >"$tmp/p.http"
+    f_rc=0
+    "$BL" cache --cache-dir "$D" --store "$HURL" k.http -- "$CAT" "$tmp/p.http" >/dev/null 2>"$tmp/f.err" || f_rc=$?
+    if ((f_rc == 64)); then
+        note "part (f) skipped: this bufferlock has no http store ($(head -n 1 "$tmp/f.err"))"
+    else
+        ((f_rc == 0)) || err "building the http store's entry failed ($f_rc): $(head -n 1 "$tmp/f.err")"
+        [[ ! -s $tmp/f.err ]] || err "building the http store's entry warned: $(head -n 1 "$tmp/f.err")"
+        [[ -f $f_obj ]] || err "no object $f_obj on the server"
+        "$CURL" -s -f -o /dev/null -T "$tmp/p.http" "${HURL}raw.bin" || err "curl -T of the payload failed"
+        if ! "$BL" cache --cache-dir "$D" --store "$HURL" k.http -- /bin/false 2>"$tmp/f.err" |
+            cmp -s - "$tmp/p.http"; then
+            err "an http store hit did not print the payload: $(head -n 1 "$tmp/f.err")"
+        fi
+        f_get=(hget.http.null hhit.http.null)
+        f_put=(hcput.http.null hput.http.null)
+        run_group "$F_ROUNDS" 1 "${f_get[@]}"
+        print_group hget.http.null "${f_get[@]}"
+        cmp -s "$tmp/f.get" "$tmp/p.http" || err "curl's GET did not fetch the payload"
+        rm -f "$tmp/f.get"
+        run_group "$F_ROUNDS" 1 "${f_put[@]}"
+        print_group hcput.http.null "${f_put[@]}"
+        if ! "$BL" cache --cache-dir "$D" --store "$HURL" k.http -- /bin/false 2>/dev/null |
+            cmp -s - "$tmp/p.http"; then
+            err "after the timed uploads, a hit did not print the payload"
+        fi
+        f_ran=1
+        echo "  (xtrue here: vs the first tool; hhit = a hit to /dev/null (bufferlock spools the"
+        echo "   GET to an unnamed local file and verifies it before serving), hget = curl -s URL -o FILE;"
+        echo "   hput = a --force build cat-ing the payload, stored by one PUT, hcput = curl -T FILE URL;"
+        echo "   object $(stat -c %s "$f_obj" 2>/dev/null || echo '?') bytes, payload $F_SIZE bytes)"
+    fi
+    stop_nginx
+    rm -f "$tmp/p.http" "$tmp/f.get" "$f_obj" "$tmp/nginx/data/cache/raw.bin"
+fi
+
 # ------------------------------------------------- summary ------------------
 
 hr "summary (load $(loadavg))"
@@ -387,8 +525,14 @@ hit_vs_cat() {
 target "(a) hit/cat 4 KiB, /dev/null" "$(hit_vs_cat small null)" '<=' 0.9
 target "(a) hit/cat 4 KiB, pipe" "$(hit_vs_cat small pipe)" '<=' 0.9
 target "(a) hit Ir, 4 KiB (whole run)" "${hit_ir[cache]:-}" '<=' 500000
+# any_failed TOOL...: some run of one of the TOOLs failed
+any_failed() {
+    local t
+    for t in "$@"; do ((a_fail[$t])) && return 0; done
+    return 1
+}
 target "(a) hit with 3 --depends / plain hit, 4 KiB" "$(
-    ((a_fail[deps.small.null] || a_fail[cache.small.null])) ||
+    any_failed deps.small.null cache.small.null ||
         ratio "${a_med[deps.small.null]}" "${a_med[cache.small.null]}"
 )" '<=' 1.05
 target "(a) hit/cat 100 MiB, /dev/null" "$(hit_vs_cat large null)" '<=' 1.1
@@ -419,7 +563,8 @@ echo "      (medians: plain $(us "${a_med[dplain.small.null]}"), file $(us "${a_
 # What the tree adds to a plain hit, against what a stat walk of it costs
 # find over a bare process start: the per-file floor, which no check that
 # sees an edited file can go below.
-if ! ((a_fail[dwarm.tree.null] || a_fail[dplain.small.null] || a_fail[dfind.tree.null])); then
+if ! any_failed dwarm.tree.null dplain.small.null dfind.tree.null; then
+    # shellcheck disable=SC2004 # the keys have dots: expanded, not arithmetic names
     echo "      (the tree's cost over a plain hit / find's over bare true:" \
         "$(ratio "$(( ${a_med[dwarm.tree.null]} - ${a_med[dplain.small.null]} ))" \
             "$(( ${a_med[dfind.tree.null]} - ${a_med[true]} ))")x)"
@@ -428,6 +573,18 @@ target "(d) cold hashing speed / cat's, 100 MiB" "$(d_ratio dcat.large.null dcol
 target "(d) cold hashing speed / cat's, 2,000 files" "$(d_ratio dcat.tree.null dcold.tree.null)" '>=' 0.8
 echo "      (medians: cat $(ms "${a_med[dcat.large.null]}" 1) / hash $(ms "${a_med[dcold.large.null]}" 1) ms;" \
     "tree cat $(ms "${a_med[dcat.tree.null]}" 1) / hash $(ms "${a_med[dcold.tree.null]}" 1) ms)"
+# f_ratio A B: (f)'s A/B of medians, "-" if (f) did not run or a run failed
+f_ratio() { if ((!f_ran || a_fail[$1] || a_fail[$2])); then echo -; else ratio "${a_med[$1]}" "${a_med[$2]}"; fi; }
+target "(f) http hit / curl GET, $f_mib MiB" "$(f_ratio hhit.http.null hget.http.null)" '<=' 1.3
+target "(f) http store / curl -T, $f_mib MiB" "$(f_ratio hput.http.null hcput.http.null)" '<=' 1.3
+# f_rss TOOL: (f)'s peak RSS of TOOL, empty if (f) did not run or a run failed
+f_rss() { if ((f_ran && !a_fail[$1])); then echo "${a_rss[$1]}"; fi; }
+target "(f) http hit peak RSS KiB, $f_mib MiB" "$(f_rss hhit.http.null)" '<=' 65536
+if ((f_ran)); then
+    echo "      (medians: hit $(ms "${a_med[hhit.http.null]}" 1) / GET $(ms "${a_med[hget.http.null]}" 1) ms," \
+        "store $(ms "${a_med[hput.http.null]}" 1) / PUT $(ms "${a_med[hcput.http.null]}" 1) ms;" \
+        "the storing build's peak RSS ${a_rss[hput.http.null]} KiB)"
+fi
 target "(c) builder peak RSS KiB, 100 MiB" "$([[ ${r_build_status:-1} == 0 ]] && echo "$r_build_rss")" '<' 16384
 check "(b) exactly one build, every caller 'built'" "$h_verdict"
 target "(b) stampede wall, worst of $H_REPS, s" \

@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# bufferlock cache --store http://… across a fleet (issue 33): runners that
+# share no file system, one redis-server for the build lock (-r), one nginx
+# for the blobs.  A runner restores what another built without building;
+# concurrent callers on several runners build once and all get the same
+# tree.  Without -r the lock is the file lock: one machine, one build.
+
+bats_require_minimum_version 1.5.0
+
+load http_helpers
+load cache_helpers
+
+setup_file() {
+    redis_setup_file || return 1
+    http_setup_file
+}
+teardown_file() {
+    http_teardown_file
+    redis_teardown_file
+}
+
+setup() {
+    cache_setup
+    redis_reset_shared
+    http_setup
+    # mkdist SIZE_KIB [SLEEP]: count a build, sleep, make ./dist: SIZE_KIB of
+    # random bytes (another build never makes the same tree), a few small
+    # files, an executable, a symlink.
+    cat >"$T/bin/mkdist" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+if [ -n "\${2:-}" ]; then sleep "\$2"; fi
+mkdir -p dist/sub
+head -c "\$((\$1 * 1024))" /dev/urandom >dist/big.bin
+for i in 1 2 3 4 5; do echo "file \$i \$\$" >"dist/sub/f\$i.txt"; done
+printf '#!/bin/sh\necho tool\n' >dist/tool.sh
+chmod 755 dist/tool.sh
+ln -s big.bin dist/latest
+echo built
+EOF
+    chmod +x "$T/bin/mkdist"
+    MKDIST="$T/bin/mkdist"
+}
+teardown() {
+    track_descendants
+    redis_teardown
+}
+
+# tree_sum DIR: one digest of DIR's names, types, modes, bytes and link targets.
+tree_sum() {
+    (
+        cd "$1" || exit 1
+        find . -printf '%p %y %m %l\n' | LC_ALL=C sort
+        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+    ) | sha256sum | cut -d' ' -f1
+}
+
+# runner NAME [DIR] -- ARGS...: `bufferlock cache --store STORE -r REDIS ARGS...`
+# on runner NAME: its own HOME (so its own default cache dir) and its own
+# clone directory (DIR, default $T/NAME/repo).
+runner() {
+    local name=$1 dir=$T/$1/repo
+    shift
+    if [[ $1 != -- ]]; then
+        dir=$1
+        shift
+    fi
+    shift
+    mkdir -p "$T/$name/home" "$dir"
+    (cd "$dir" && HOME="$T/$name/home" XDG_CACHE_HOME='' \
+        "$BL" cache --store "$STORE" -r "$REDIS_URL" "$@")
+}
+
+# assert_no_local_entries NAME: runner NAME wrote no entry of its own.
+assert_no_local_entries() {
+    local found
+    found=$(find "$T/$1/home" \( -name '*.entry' -o -name '.tmp-*' \) -print 2>/dev/null)
+    [[ -z $found ]] || fail "entry files on runner $1: $found"
+}
+
+@test "runner B restores runner A's 40 MiB --output from the http store, without building" {
+    run --separate-stderr runner A -- --output dist "$K" "$MKDIST" 40960
+    assert_success
+    assert_output built
+    assert_stderr_empty
+    assert_file_exists "$(obj_path "$K")"
+    run --separate-stderr runner B -- --output dist "$K" "$MKDIST" 40960
+    assert_success
+    assert_output built
+    assert_stderr_empty
+    assert_runs 1
+    assert_equal "$(tree_sum "$T/B/repo/dist")" "$(tree_sum "$T/A/repo/dist")"
+    assert_no_local_entries A
+    assert_no_local_entries B
+    # The lock lived on Redis, not in a lock file of a runner.
+    local locks
+    locks=$(find "$T/A/home" "$T/B/home" -name '*.lock' -print 2>/dev/null)
+    [[ -z $locks ]] || fail "lock files on the runners: $locks"
+}
+
+@test "10 concurrent callers on two runners, a 1 s build: one build, the same tree for every caller" {
+    local i name
+    for ((i = 0; i < 10; i++)); do
+        name=A
+        ((i % 2)) && name=B
+        mkdir -p "$T/$name/home" "$T/c$i"
+        cd "$T/c$i"
+        HOME="$T/$name/home" XDG_CACHE_HOME='' C="$T/$name/cache" \
+            spawn_caller "$i" --store "$STORE" -r "$REDIS_URL" --output dist "$K" "$MKDIST" 2048 1
+    done
+    cd "$T"
+    wait_callers 120
+    local want
+    want=$(tree_sum "$T/c0/dist")
+    for ((i = 0; i < 10; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
+        assert_equal "$(cat "$T/out.$i")" built
+        assert_equal "$(tree_sum "$T/c$i/dist")" "$want"
+    done
+    assert_runs 1
+    assert_equal "$(objects)" "$(obj_name "$K")"
+    # A third runner, later, is served the same tree.
+    run --separate-stderr runner C -- --output dist "$K" "$MKDIST" 2048
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(tree_sum "$T/C/repo/dist")" "$want"
+    assert_runs 1
+}
+
+@test "without -r the lock is the file lock: 6 callers on one machine build once" {
+    local i
+    for ((i = 0; i < 6; i++)); do
+        spawn_caller "$i" --store "$STORE" "$K" "$COUNTED" 1
+    done
+    wait_callers 60
+    for ((i = 0; i < 6; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
+        assert_same_bytes "$T/out.0" "$T/out.$i"
+    done
+    [[ $(cat "$T/out.0") == "run "* ]] || fail "caller 0 printed '$(cat "$T/out.0")'"
+    assert_runs 1
+    # The lock file is in the cache dir's locks; the entry is not.
+    assert_file_exists "$(lock_path "$C/locks" "$K")"
+    assert_file_not_exists "$(entry_path "$K")"
+    assert_file_exists "$(obj_path "$K")"
+}
+
+# obj_name KEY: KEY's object name (no --depends).
+obj_name() {
+    printf '%s.entry\n' "$(key_md5 "$1")"
+}
