@@ -119,7 +119,7 @@ assert_no_local_entries() {
         assert_equal "$(tree_sum "$T/c$i/dist")" "$want"
     done
     assert_runs 1
-    assert_equal "$(objects)" "$(obj_name "$K")"
+    assert_equal "$(objects)" "$(obj "$K")"
     # A third runner, later, is served the same tree.
     run --separate-stderr runner C -- --output dist "$K" "$MKDIST" 2048
     assert_success
@@ -145,9 +145,4 @@ assert_no_local_entries() {
     assert_file_exists "$(lock_path "$C/locks" "$K")"
     assert_file_not_exists "$(entry_path "$K")"
     assert_file_exists "$(obj_path "$K")"
-}
-
-# obj_name KEY: KEY's object name (no --depends).
-obj_name() {
-    printf '%s.entry\n' "$(key_md5 "$1")"
 }

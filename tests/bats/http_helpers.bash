@@ -29,7 +29,9 @@
 # The https server has /cache/ only, over the same root.  Each test gets its
 # own directory below every location (http_setup): http_url LOCATION is
 # http://127.0.0.1:HTTP_PORT/LOCATION/tN/ and obj_path KEY [LOCATION] the file
-# nginx keeps KEY's object in.
+# nginx keeps KEY's object in; blh runs `bufferlock cache` on /cache/;
+# requests reads this test's lines of nginx's access log.  At the end, the
+# assertions the cache_http*.bats files share (assert_read_warning ...).
 
 load tls_helpers
 
@@ -69,7 +71,9 @@ pid $dir/nginx.pid;
 error_log $dir/error.log info;
 events { worker_connections 256; }
 http {
-    access_log $dir/access.log;
+    # One line a request: what the tests check of the protocol.
+    log_format bl '\$request_method \$uri \$status cl=\$content_length te=\$http_transfer_encoding';
+    access_log $dir/access.log bl;
     default_type application/octet-stream;
     client_body_temp_path $dir/data/.tmp/body;
     proxy_temp_path $dir/tmp/proxy;
@@ -288,7 +292,66 @@ start_fault_server() {
     fail "the fault server did not start: $(cat "$T/fault.err")"
 }
 
+# requests [METHOD]: this test's requests in nginx's access log ("METHOD URI
+# STATUS cl=CONTENT-LENGTH te=TRANSFER-ENCODING"), of METHOD if given.
+requests() {
+    grep -F -- "/$HTTP_T/" "$HTTP_DIR/access.log" | grep -E "^${1:-[A-Z]+} " || true
+}
+
 # curl_status ARGS...: the HTTP status curl gets (bounded).
 curl_status() {
     curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
+}
+
+# --- for the cache_http*.bats tests ----------------------------------------
+
+# obj K [LOCATION]: KEY's object name (no --depends).
+obj() {
+    printf '%s.entry\n' "$(key_md5 "$1")"
+}
+
+# seed_object KEY TEXT LOCATION: KEY's object holding TEXT, built through
+# /cache/ and copied where LOCATION keeps its objects.
+seed_object() {
+    blh "$1" echo "$2" >/dev/null || fail "cannot build the seed of '$1'"
+    mkdir -p "$(obj_dir "$3")"
+    cp -- "$(obj_path "$1")" "$(obj_path "$1" "$3")"
+}
+
+# assert_read_warning KEY URL WHAT...: $stderr is one line: the warning of an
+# entry that could not be read, or was ignored, naming KEY, the store, the
+# object, and each WHAT.
+assert_read_warning() {
+    local key=$1 url=$2
+    shift 2
+    assert_one_bufferlock_line "the cache entry of '$key' (HTTP store at $url, object $(obj "$key")): " \
+        "; rebuilding it" "$@"
+    [[ $stderr == "bufferlock: cannot read the cache entry"* ||
+        $stderr == "bufferlock: ignoring the cache entry"* ]] || fail "not a read warning: $stderr"
+}
+
+# assert_read_warning_then_unstored KEY URL WHAT...: where both the read and
+# the upload fail (the server is down, or refuses everything): the read
+# warning, and at most one more line, the "not stored" one.
+assert_read_warning_then_unstored() {
+    local key=$1 url=$2 all=$stderr
+    shift 2
+    if [[ $all == *$'\n'* ]]; then
+        stderr=${all#*$'\n'}
+        assert_one_bufferlock_line "output of '$key' not stored: HTTP store at $url: "
+        stderr=${all%%$'\n'*}
+    fi
+    assert_read_warning "$key" "$url" "$@"
+    stderr=$all
+}
+
+# _runs_at_least N: the counted command ran N times or more.
+_runs_at_least() { (($(runs) >= $1)); }
+
+# _logged METHOD N: nginx logged N requests of METHOD for this test, or more.
+_logged() { (($(requests "$1" | wc -l) >= $2)); }
+
+# assert_within MS BOUND_MS: the call did not hang (BOUND_MS plus room for load).
+assert_within() {
+    (($1 < $(slack_ms "$2"))) || fail "took $1 ms, more than $(slack_ms "$2") ms"
 }

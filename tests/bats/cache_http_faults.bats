@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# bufferlock cache --store http://… when the server fails (issue 33): a 404
+# is a miss; 5xx, a refused connection, a truncated or tampered object, a
+# body cut short or stalled, an entry signed with another key: a miss and a
+# rebuild with one warning, never half-restored output, never a hang past
+# --store-timeout; a refused upload leaves the output whole and no object.
+
+bats_require_minimum_version 1.5.0
+
+load http_helpers
+load cache_helpers
+
+setup_file() { http_setup_file; }
+teardown_file() { http_teardown_file; }
+
+setup() {
+    cache_setup
+    http_setup
+}
+teardown() {
+    track_descendants
+    cache_teardown
+}
+
+@test "404 is a miss without a warning: an object removed on the server is rebuilt silently" {
+    blh "$K" "$COUNTED" >/dev/null
+    rm -f -- "$(obj_path "$K")"
+    run --separate-stderr blh "$K" "$COUNTED" 0 again
+    assert_success
+    assert_output again
+    assert_stderr_empty
+    assert_runs 2
+    assert_file_exists "$(obj_path "$K")"
+}
+
+@test "500 or 503 on read: one warning naming the status, the build runs, its output is served, exit 0" {
+    local loc url code
+    for loc in rd500 rd503; do
+        code=${loc#rd}
+        seed_object "$K" "old-$code" "$loc"
+        url=$(http_url "$loc")
+        run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" "$COUNTED" 0 "new-$code"
+        assert_success
+        assert_output "new-$code"
+        assert_read_warning "$K" "$url" "HTTP status $code"
+        [[ $stderr == "bufferlock: cannot read the cache entry"* ]] || fail "$stderr"
+    done
+    assert_runs 2
+}
+
+@test "a server that refuses everything (500), or none listening: output served, exit 0, the read warning" {
+    local url port
+    url=$(http_url e500)
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" "$COUNTED" 0 built-1
+    assert_success
+    assert_output built-1
+    assert_read_warning_then_unstored "$K" "$url" "HTTP status 500"
+    port=$(free_port)
+    url="http://127.0.0.1:$port/cache/"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" "$COUNTED" 0 built-2
+    assert_success
+    assert_output built-2
+    assert_read_warning_then_unstored "$K" "$url"
+    assert_runs 2
+}
+
+@test "upload refused (413 at /small/, 500): output whole, the command's status, one warning, no object" {
+    head -c 5000 /dev/urandom >"$T/5k"
+    local url
+    for url in "$(http_url small)" "$(http_url wr500)"; do
+        run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'"
+        assert_success
+        assert_one_bufferlock_line "output of '$K' not stored: HTTP store at $url: HTTP status"
+        "$BL" cache --cache-dir "$C" --store "$url" "$K" cat "$T/5k" 2>/dev/null >"$T/out" ||
+            fail "second call failed"
+        assert_same_bytes "$T/5k" "$T/out"
+    done
+    assert_no_objects small
+    assert_no_objects wr500
+    [[ $(curl_status "$(http_url small)$(obj "$K")") == 404 ]] || fail "an object is served at /small/"
+    assert_runs 2 # the first call at each (the second ones run cat, not counted)
+    # 413 and 500 name their status.
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url small)" "$K" cat "$T/5k"
+    assert_one_bufferlock_line "HTTP status 413"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url wr500)" "$K" cat "$T/5k"
+    assert_one_bufferlock_line "HTTP status 500"
+    # nginx's own temporary files are gone too.
+    assert_equal "$(find "$HTTP_ROOT/.tmp" -type f | wc -l)" 0
+}
+
+@test "a truncated object: one warning, rebuilt, the new output served and stored" {
+    local cut
+    for cut in half 0 -1; do
+        blh --force "$K" "$COUNTED" 0 "old-$cut" >/dev/null
+        local f size
+        f=$(obj_path "$K")
+        size=$(stat -c %s "$f")
+        case $cut in
+            half) truncate -s $((size / 2)) "$f" ;;
+            0) truncate -s 0 "$f" ;;
+            *) truncate -s $((size - 1)) "$f" ;;
+        esac
+        run --separate-stderr blh "$K" "$COUNTED" 0 "new-$cut"
+        assert_success
+        assert_output "new-$cut"
+        assert_read_warning "$K" "$STORE"
+        run --separate-stderr blh "$K" false
+        assert_success
+        assert_output "new-$cut"
+        assert_stderr_empty
+    done
+}
+
+@test "an object with one byte flipped: one warning, rebuilt, never served" {
+    head -c 100000 /dev/urandom >"$T/old"
+    blh "$K" cat "$T/old" >/dev/null
+    local f
+    f=$(obj_path "$K")
+    flip_byte "$f" $(($(stat -c %s "$f") / 2))
+    run --separate-stderr blh "$K" "$COUNTED" 0 rebuilt
+    assert_success
+    assert_output rebuilt
+    assert_read_warning "$K" "$STORE"
+    run --separate-stderr blh "$K" false
+    assert_output rebuilt
+    assert_stderr_empty
+}
+
+@test "a body cut short by the server: one warning, only the rebuild's output, no hang" {
+    head -c 200000 /dev/urandom >"$T/old"
+    blh "$K" cat "$T/old" >/dev/null
+    start_fault_server cut "$(obj_path "$K")"
+    local t0
+    t0=$(now_us)
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$FAULT_URL" --store-timeout 1 "$K" "$COUNTED" 0 rebuilt
+    local ms
+    ms=$(elapsed_ms "$t0")
+    assert_success
+    assert_output rebuilt
+    assert_read_warning "$K" "$FAULT_URL"
+    [[ $stderr == "bufferlock: cannot read the cache entry"* ]] || fail "$stderr"
+    grep -qx "GET /cache/$HTTP_T/$(obj "$K")" "$FAULT_LOG" || fail "no GET of the object: $(cat "$FAULT_LOG")"
+    assert_within "$ms" 5000
+    assert_runs 1
+}
+
+@test "a stalled body, or no answer at all, with --store-timeout 1: one warning within a bound, the build runs" {
+    head -c 200000 /dev/urandom >"$T/old"
+    blh "$K" cat "$T/old" >/dev/null
+    cp -- "$(obj_path "$K")" "$T/object"
+    local mode t0 ms n=0
+    for mode in stall silent; do
+        start_fault_server "$mode" "$T/object"
+        t0=$(now_us)
+        run --separate-stderr "$BL" cache --cache-dir "$C" --store "$FAULT_URL" --store-timeout 1 "$K" "$COUNTED" 0 "rebuilt-$mode"
+        ms=$(elapsed_ms "$t0")
+        assert_success
+        assert_output "rebuilt-$mode"
+        assert_read_warning "$K" "$FAULT_URL" "--store-timeout"
+        [[ $mode != stall || $stderr == *"no data for 1"* ]] || fail "not the stall text: $stderr"
+        # 1 s of stall, then the build; never the default 10 s.
+        ((ms >= 900)) || fail "gave up after $ms ms, before --store-timeout 1"
+        assert_within "$ms" 6000
+        assert_runs $((++n))
+        kill -TERM "$FAULT_PID"
+        wait_for_exit "$FAULT_PID" 5
+    done
+}
+
+@test "--sign-key: an entry signed with another key is refused with one warning and rebuilt" {
+    printf 'key-one-%s' "$RANDOM" >"$T/key1"
+    printf 'key-two-%s' "$RANDOM" >"$T/key2"
+    chmod 600 "$T/key1" "$T/key2"
+    run --separate-stderr blh --sign-key "$T/key1" "$K" "$COUNTED" 0 signed-1
+    assert_success
+    assert_stderr_empty
+    run --separate-stderr blh --sign-key "$T/key1" "$K" false
+    assert_output signed-1
+    assert_stderr_empty
+    run --separate-stderr blh --sign-key "$T/key2" "$K" "$COUNTED" 0 signed-2
+    assert_success
+    assert_output signed-2
+    assert_read_warning "$K" "$STORE" "signature does not match"
+    run --separate-stderr blh --sign-key "$T/key2" "$K" false
+    assert_output signed-2
+    assert_stderr_empty
+    assert_runs 2
+}
