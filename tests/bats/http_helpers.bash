@@ -330,21 +330,6 @@ assert_read_warning() {
         $stderr == "bufferlock: ignoring the cache entry"* ]] || fail "not a read warning: $stderr"
 }
 
-# assert_read_warning_then_unstored KEY URL WHAT...: where both the read and
-# the upload fail (the server is down, or refuses everything): the read
-# warning, and at most one more line, the "not stored" one.
-assert_read_warning_then_unstored() {
-    local key=$1 url=$2 all=$stderr
-    shift 2
-    if [[ $all == *$'\n'* ]]; then
-        stderr=${all#*$'\n'}
-        assert_one_bufferlock_line "output of '$key' not stored: HTTP store at $url: "
-        stderr=${all%%$'\n'*}
-    fi
-    assert_read_warning "$key" "$url" "$@"
-    stderr=$all
-}
-
 # _runs_at_least N: the counted command ran N times or more.
 _runs_at_least() { (($(runs) >= $1)); }
 
