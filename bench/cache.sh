@@ -147,6 +147,9 @@ cmd_a() {
         hget) CMD=("$CURL" -s -f -o "$tmp/f.get" "${HURL}raw.bin") ;;
         hput) CMD=("$BL" cache --cache-dir "$D" --store "$HURL" --force k.http -- "$CAT" "$tmp/p.http") ;;
         hcput) CMD=("$CURL" -s -f -o /dev/null -T "$tmp/p.http" "${HURL}raw.bin") ;;
+        # the same build into the file store, compressed as the http store does: what
+        # hput does besides its upload
+        hfile) CMD=("$BL" cache --cache-dir "$D" --compress --force k.httpfile -- "$CAT" "$tmp/p.http") ;;
     esac
 }
 # run_group ROUNDS BATCH TOOLS...: time_rounds, then the checks: no failed run,
@@ -181,6 +184,12 @@ print_group() {
     done
 }
 
+# any_failed TOOL...: some run of one of the TOOLs failed
+any_failed() {
+    local t
+    for t in "$@"; do ((a_fail[$t])) && return 0; done
+    return 1
+}
 small=(true cat.small.null cache.small.null deps.small.null cat.small.pipe cache.small.pipe)
 large=(cat.large.null cache.large.null cat.large.pipe cache.large.pipe)
 if [[ -n $BASELINE ]]; then
@@ -479,7 +488,7 @@ else
             err "an http store hit did not print the payload: $(head -n 1 "$tmp/f.err")"
         fi
         f_get=(hget.http.null hhit.http.null)
-        f_put=(hcput.http.null hput.http.null)
+        f_put=(hcput.http.null hput.http.null hfile.http.null)
         run_group "$F_ROUNDS" 1 "${f_get[@]}"
         print_group hget.http.null "${f_get[@]}"
         cmp -s "$tmp/f.get" "$tmp/p.http" || err "curl's GET did not fetch the payload"
@@ -494,10 +503,12 @@ else
         echo "  (xtrue here: vs the first tool; hhit = a hit to /dev/null (bufferlock spools the"
         echo "   GET to an unnamed local file and verifies it before serving), hget = curl -s URL -o FILE;"
         echo "   hput = a --force build cat-ing the payload, stored by one PUT, hcput = curl -T FILE URL;"
+        echo "   hfile = the same build into the file store with --compress: hput less its upload;"
         echo "   object $(stat -c %s "$f_obj" 2>/dev/null || echo '?') bytes, payload $F_SIZE bytes)"
     fi
     stop_nginx
-    rm -f "$tmp/p.http" "$tmp/f.get" "$f_obj" "$tmp/nginx/data/cache/raw.bin"
+    rm -f "$tmp/p.http" "$tmp/f.get" "$f_obj" "$tmp/nginx/data/cache/raw.bin" \
+        "$D/$(printf %s k.httpfile | md5sum | cut -c1-32).entry"
 fi
 
 # ------------------------------------------------- summary ------------------
@@ -525,12 +536,6 @@ hit_vs_cat() {
 target "(a) hit/cat 4 KiB, /dev/null" "$(hit_vs_cat small null)" '<=' 0.9
 target "(a) hit/cat 4 KiB, pipe" "$(hit_vs_cat small pipe)" '<=' 0.9
 target "(a) hit Ir, 4 KiB (whole run)" "${hit_ir[cache]:-}" '<=' 500000
-# any_failed TOOL...: some run of one of the TOOLs failed
-any_failed() {
-    local t
-    for t in "$@"; do ((a_fail[$t])) && return 0; done
-    return 1
-}
 target "(a) hit with 3 --depends / plain hit, 4 KiB" "$(
     any_failed deps.small.null cache.small.null ||
         ratio "${a_med[deps.small.null]}" "${a_med[cache.small.null]}"
@@ -584,6 +589,11 @@ if ((f_ran)); then
     echo "      (medians: hit $(ms "${a_med[hhit.http.null]}" 1) / GET $(ms "${a_med[hget.http.null]}" 1) ms," \
         "store $(ms "${a_med[hput.http.null]}" 1) / PUT $(ms "${a_med[hcput.http.null]}" 1) ms;" \
         "the storing build's peak RSS ${a_rss[hput.http.null]} KiB)"
+    if ! any_failed hput.http.null hfile.http.null hcput.http.null; then
+        echo "      (the upload alone, store less the same build into the file store, / curl -T:" \
+            "$(awk -v s="${a_med[hput.http.null]}" -v f="${a_med[hfile.http.null]}" \
+                -v c="${a_med[hcput.http.null]}" 'BEGIN { printf "%.2f", (s - f) / c }')x)"
+    fi
 fi
 target "(c) builder peak RSS KiB, 100 MiB" "$([[ ${r_build_status:-1} == 0 ]] && echo "$r_build_rss")" '<' 16384
 check "(b) exactly one build, every caller 'built'" "$h_verdict"
