@@ -15,13 +15,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev libarchive-dev libzstd-dev)
+build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev libhiredis-dev libxxhash-dev libarchive-dev libzstd-dev libcurl4-openssl-dev)
 # Everything the tests, checks and packaging scripts call that a minimal
 # Debian 12 (debootstrap --variant=minbase) lacks: .ci/fresh-root.sh proves it.
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev nlohmann-json3-dev jq util-linux tmux procps
   iproute2 python3 time redis-server redis-tools openssl strace git mandoc groff-base zsh fish bash-completion
   dpkg-dev debhelper build-essential clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 cppcheck gcovr
-  lintian rpm)
+  lintian rpm nginx libnginx-mod-http-dav-ext curl)
 jobs=${JOBS:-$(nproc)}
 # The bats suites mostly wait (for locks, timeouts, servers): four at once keep
 # two cores busy. Each suite starts its own servers on free ports.

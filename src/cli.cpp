@@ -19,6 +19,8 @@
 
 #include "argv_scan.hpp"
 #include "cache/depends.hpp"
+#include "http/url.hpp"
+#include "redis/url.hpp"
 #include "help.hpp"
 #include "lock/lease.hpp"
 #include "messages.hpp"
@@ -88,6 +90,8 @@ enum class Opt {
   compress,
   force,
   store,
+  store_token_file,
+  store_timeout,
   max_entry,
   max_size,
   list,
@@ -122,7 +126,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 50> option_table = {{
+constexpr std::array<OptionDecl, 52> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -217,11 +221,19 @@ constexpr std::array<OptionDecl, 50> option_table = {{
     {Opt::force, "--force", "", g_cache,
      "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
      Scope::cache},
-    {Opt::store, "--store", "file|redis", g_cache,
-     "where entries live: the cache directory, or the Redis server", "file", "BUFFERLOCK_CACHE_STORE",
-     Scope::cache},
+    {Opt::store, "--store", "file|redis|URL", g_cache,
+     "where entries live: the cache directory, the Redis server, or an HTTP server (http[s]://HOST[:PORT]/PATH, "
+     "PUT, GET, DELETE; PROPFIND to list)",
+     "file", "BUFFERLOCK_CACHE_STORE", Scope::cache},
+    {Opt::store_token_file, "--store-token-file", "FILE", g_cache,
+     "http store: send FILE's token as \"Authorization: Bearer\" (FILE: its owner's alone)", "",
+     "BUFFERLOCK_STORE_TOKEN_FILE", Scope::cache},
+    {Opt::store_timeout, "--store-timeout", "SECONDS", g_cache,
+     "http store: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
+     "BUFFERLOCK_STORE_TIMEOUT", Scope::cache},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
-     "redis store: a larger output is served but not stored (suffix K, M or G)", "64M", "", Scope::cache},
+     "redis and http stores: a larger output is served but not stored (suffix K, M or G)",
+     "redis: 64M; http: none", "", Scope::cache},
     {Opt::list, "--list", "", g_cache,
      "print age (s), size, inputs and key of every entry, newest first (with --json: as JSON)", "", "",
      Scope::cache},
@@ -365,7 +377,9 @@ struct Parsed {
 void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
   p.given[static_cast<std::size_t>(&decl - option_table.data())] = true;
-  if ((decl.scope == Scope::redis || decl.scope == Scope::tls) && p.first_redis_option.empty())
+  // --tls-ca serves an https store too (check_store_options).
+  const bool store_ca = decl.id == Opt::tls_ca && o.command == Command::cache;
+  if ((decl.scope == Scope::redis || (decl.scope == Scope::tls && !store_ca)) && p.first_redis_option.empty())
     p.first_redis_option = typed;
   switch (decl.id) {
   case Opt::dir:
@@ -465,10 +479,16 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     o.cache.outputs.emplace_back(value);
     break;
   case Opt::store: p.store = std::string(value); break;
+  case Opt::store_token_file:
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    o.cache.store_token_file = std::string(value);
+    break;
+  case Opt::store_timeout: o.cache.store_timeout = positive_duration_value(typed, value); break;
   case Opt::max_entry: {
     const auto size = parse_size(value);
     if (!size || *size == 0) usage(Msg::usage_bad_size, {{"option", typed}, {"value", value}});
     o.cache.max_entry = *size;
+    o.cache.max_entry_given = true;
     break;
   }
   case Opt::max_size: {
@@ -599,11 +619,12 @@ bool uses_tls(const RedisSettings& r) {
   return r.url.tls || std::any_of(r.quorum.begin(), r.quorum.end(), [](const RedisUrl& u) { return u.tls; });
 }
 
-template <class Named> void check_tls(const RedisSettings& r, const Named& named) {
+// `https_store`: --tls-ca verifies that server too.
+template <class Named> void check_tls(const RedisSettings& r, bool https_store, const Named& named) {
   const TlsFiles& f = r.tls;
   if (!uses_tls(r)) {
     for (auto [id, file] : {std::pair{Opt::tls_ca, &f.ca}, {Opt::tls_cert, &f.cert}, {Opt::tls_key, &f.key}})
-      if (!file->empty())
+      if (!file->empty() && !(https_store && id == Opt::tls_ca))
         usage(Msg::usage_option_needs, {{"option", named(id)}, {"value", "a rediss:// URL"}});
     return;
   }
@@ -627,6 +648,10 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
         usage(Msg::usage_redis_twice, {{"server", u.display()}});
     }
   }
+}
+
+bool https_store(const Options& o) {
+  return o.command == Command::cache && o.cache.store == CacheStoreKind::http && o.cache.store_url.tls;
 }
 
 bool given(const Parsed& p, Opt id) {
@@ -721,13 +746,15 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
       const OptionDecl& d = decl_of(id);
       return given(d) ? long_name(d) : d.env;
     };
-    check_tls(o.redis, typed_name);
+    check_tls(o.redis, https_store(o), typed_name);
     if (o.command == Command::run || o.command == Command::cache) fit_lease(p, typed_name);
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");
     if (!p.first_redis_option.empty())
       usage(Msg::usage_redis_option_with_file, {{"option", p.first_redis_option}});
+    if (!o.redis.tls.ca.empty() && !https_store(o))
+      usage(Msg::usage_option_needs, {{"option", "--tls-ca"}, {"value", "a rediss:// URL or an https:// --store"}});
   }
   if (p.wait) {
     o.wait = *p.wait;
@@ -737,6 +764,41 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     o.wait = *d;
   } else if (o.command == Command::cache) {
     o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
+  }
+}
+
+// --store (BUFFERLOCK_CACHE_STORE): the cache directory, the Redis server,
+// or an HTTP server (SPEC §15, §18); the options only an http store takes.
+void choose_store(Parsed& p, const EnvLookup& getenv) {
+  CacheSettings& c = p.opts.cache;
+  const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
+  if (p.store || env_store) {
+    const std::string_view typed = p.store ? std::string_view("--store") : env_of(Opt::store);
+    const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
+    if (store == "redis") {
+      c.store = CacheStoreKind::redis;
+    } else if (is_http_store(store)) {
+      auto url = parse_store_url(store);
+      if (auto* why = std::get_if<std::string>(&url))
+        usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", redact_url(store)}, {"error", *why}});
+      c.store = CacheStoreKind::http;
+      c.store_url = std::get<StoreUrl>(std::move(url));
+    } else if (store != "file") {
+      usage(Msg::usage_bad_store, {{"option", typed}, {"value", redact_url(store)}});
+    }
+  }
+  if (c.store != CacheStoreKind::http) {
+    for (const Opt id : {Opt::store_token_file, Opt::store_timeout})
+      if (given(p, id))
+        usage(Msg::usage_option_needs,
+              {{"option", long_name(decl_of(id))}, {"value", "an http:// or https:// --store"}});
+    return;
+  }
+  for (const Opt id : {Opt::store_token_file, Opt::store_timeout, Opt::tls_ca}) {
+    const OptionDecl& d = decl_of(id);
+    if (given(p, id)) continue;
+    const std::string name(d.env);
+    if (const char* v = env_value(getenv, name.c_str())) apply(p, d, name, v);
   }
 }
 
@@ -986,14 +1048,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
     if (o.json && !c.list) usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});
-    const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
-    if (p.store || env_store) {
-      const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
-      if (store == "redis")
-        o.cache.store = CacheStoreKind::redis;
-      else if (store != "file")
-        usage(Msg::usage_bad_store, {{"option", p.store ? "--store" : env_of(Opt::store)}, {"value", store}});
-    }
+    choose_store(p, getenv);
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
     if (c.background && !c.stale)

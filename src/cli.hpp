@@ -3,6 +3,7 @@
 #pragma once
 
 #include "argv_scan.hpp"
+#include "http/url.hpp"
 #include "messages.hpp"
 #include "redis/tls.hpp"
 #include "redis/url.hpp"
@@ -21,7 +22,7 @@ namespace bufferlock {
 enum class Command { run, cache, status, acquire, release, extend, list, help, version, list_messages };
 enum class Backend { file, redis };
 enum class OnLost { warn, term };
-enum class CacheStoreKind { file, redis };
+enum class CacheStoreKind { file, redis, http };
 
 struct RedisSettings {
   RedisUrl url;
@@ -60,7 +61,11 @@ struct CacheSettings {
   std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
+  StoreUrl store_url;                            // --store http(s)://...
+  std::string store_token_file;                  // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
+  Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
   std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
+  bool max_entry_given = false;                  // the http store has a limit only when given
   std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes
 
   bool operator==(const CacheSettings&) const = default;

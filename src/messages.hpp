@@ -56,7 +56,9 @@ namespace bufferlock {
   X(usage_bad_size,                                                                                          \
     "invalid size '%{value}' for %{option}: expected bytes > 0 with an optional K, M or G, such as 64M")     \
   X(usage_bad_depends, "invalid %{option}: %{error}")                                                        \
-  X(usage_bad_store, "invalid %{option} '%{value}': expected file or redis")                                 \
+  X(usage_bad_store, "invalid %{option} '%{value}': expected file, redis or an http:// or https:// URL")     \
+  X(usage_bad_store_url, "invalid %{option} '%{value}': %{error}")                                            \
+  X(usage_store_token_file, "cannot use --store-token-file %{path}: %{error}")                               \
   X(usage_store_servers, "--store redis needs exactly one Redis server, not %{count}")                       \
   X(usage_option_needs, "%{option} needs %{value}")                                                          \
   X(usage_kill_after_fit,                                                                                    \
@@ -129,6 +131,10 @@ namespace bufferlock {
   X(cache_redis_store_failed, "output of '%{key}' not stored: Redis at %{server}: %{error}")                 \
   X(cache_redis_drop_failed, "cannot remove the cache entry of '%{key}': Redis at %{server}: %{error}")      \
   X(cache_redis_list_failed, "cannot list the cache entries: Redis at %{server}: %{error}")                  \
+  X(cache_http_store_failed, "output of '%{key}' not stored: HTTP store at %{server}: %{error}")             \
+  X(cache_http_drop_failed, "cannot remove the cache entry of '%{key}': HTTP store at %{server}: %{error}")  \
+  X(cache_http_list_failed, "cannot list the cache entries: HTTP store at %{server}: %{error}")              \
+  X(cache_http_cannot_list, "the HTTP store at %{server} cannot list its objects (PROPFIND: %{error}): --list, --drop and --gc need a server that answers WebDAV PROPFIND") \
   X(cache_hit, "served '%{key}' from %{path}")                                                               \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
   X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")

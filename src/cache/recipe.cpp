@@ -2,6 +2,7 @@
 
 #include "cache/inputs.hpp"
 #include "cache/outputs.hpp"
+#include "cache/http_store.hpp"
 #include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
@@ -107,8 +108,11 @@ Options lock_options(const Options& o, const Inputs& inputs) {
 }
 
 // The one warning of an output that was not stored.
-void warn_not_stored(const EntryStore& store, const std::string& key, const SysError& e) {
-  if (store.remote())
+void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
+  if (store.noted_unreadable()) return; // the lookup's warning said the store failed
+  if (o.cache.store == CacheStoreKind::http)
+    diag::warn(message(Msg::cache_http_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
+  else if (store.remote())
     diag::warn(
         message(Msg::cache_redis_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
   else
@@ -194,7 +198,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
                                                      {"stored", std::to_string(*too_large)},
                                                      {"size", std::to_string(o.cache.max_entry)}}));
     else if (store_error)
-      warn_not_stored(store, key, *store_error);
+      warn_not_stored(o, store, key, *store_error);
     if (fallback) {
       // The build's stderr went through live: only stdout is served here.
       std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
@@ -246,9 +250,10 @@ void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs
   else if (l.state == LookupState::corrupt)
     diag::warn(message(Msg::cache_redis_entry_corrupt,
                        {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
-  else if (l.state == LookupState::unreadable)
+  else if (l.state == LookupState::unreadable && !store.noted_unreadable())
     diag::warn(message(Msg::cache_redis_read_failed,
                        {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
+  if (l.state == LookupState::unreadable) store.note_unreadable();
 }
 
 int gc(const Options& o, const CacheStore& store) {
@@ -346,6 +351,42 @@ std::string default_cache_dir() {
   return std::string(home) + "/.cache/bufferlock";
 }
 
+// --list, --drop and --gc on an http store: through WebDAV PROPFIND, which
+// a server that cannot answer it makes a usage error (SPEC §18).
+int http_admin(const Options& o, const HttpStore& http) {
+  if (auto why = http.unlistable()) {
+    diag::error(message(Msg::cache_http_cannot_list, {{"server", http.server()}, {"error", *why}}));
+    return exit_code::usage;
+  }
+  if (o.cache.list) {
+    auto entries = http.list_entries();
+    if (auto* e = std::get_if<SysError>(&entries)) {
+      diag::error(message(Msg::cache_http_list_failed, {{"server", e->path}, {"error", e->reason}}));
+      return o.error_exit;
+    }
+    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, "http");
+  }
+  if (o.cache.drop) {
+    if (auto e = http.drop(o.key)) {
+      diag::error(message(Msg::cache_http_drop_failed,
+                          {{"key", display_key(o.key)}, {"server", e->path}, {"error", e->reason}}));
+      return o.error_exit;
+    }
+    return exit_code::ok;
+  }
+  auto counts = http.gc(o.cache.max_age, o.cache.max_size, wall_clock_ns());
+  if (auto* e = std::get_if<SysError>(&counts)) {
+    diag::error(message(Msg::cache_http_list_failed, {{"server", e->path}, {"error", e->reason}}));
+    return o.error_exit;
+  }
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done, {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
+                                        {"temps", "0"},
+                                        {"path", http.server()}});
+  });
+  return exit_code::ok;
+}
+
 int cache_main(const Options& o) {
   // A closed stdout must give EPIPE, and a file size limit (ulimit -f) EFBIG,
   // instead of killing us in the middle of a build. Blocked, not ignored: the
@@ -360,12 +401,33 @@ int cache_main(const Options& o) {
   scrub_lock_env();
   CacheStore files(cache_dir_of(o));
   std::optional<RedisStore> redis;
+  std::optional<HttpStore> http;
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
     if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
     redis.emplace(o.redis, o.cache.max_entry, expire_after);
+  } else if (o.cache.store == CacheStoreKind::http) {
+    HttpSettings s;
+    s.ca_file = o.redis.tls.ca;
+    s.timeout = o.cache.store_timeout;
+    if (!o.cache.store_token_file.empty()) {
+      auto read = read_secret_file(o.cache.store_token_file);
+      if (read.index() == 1) {
+        diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_store_token_file,
+                                                                {{"path", o.cache.store_token_file},
+                                                                 {"error", std::get<1>(read)}})}}));
+        return exit_code::usage;
+      }
+      s.token = std::get<0>(std::move(read));
+      while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r')) s.token.pop_back();
+    }
+    http.emplace(o.cache.store_url, std::move(s),
+                 o.cache.max_entry_given ? std::optional(o.cache.max_entry) : std::nullopt);
+    if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
   }
-  const EntryStore& store = redis ? static_cast<const EntryStore&>(*redis) : files;
+  const EntryStore& store = redis  ? static_cast<const EntryStore&>(*redis)
+                            : http ? static_cast<const EntryStore&>(*http)
+                                   : files;
   if (o.cache.gc) return redis ? exit_code::ok : gc(o, files); // Redis expires entries by itself
   if (o.cache.list) {
     auto entries = store.list_entries();
@@ -398,6 +460,7 @@ int cache_main(const Options& o) {
     signer.emplace(std::move(std::get<EntrySigner>(read)));
     files.sign_with(&*signer);
     if (redis) redis->sign_with(&*signer);
+    if (http) http->sign_with(&*signer);
   }
 
   Inputs inputs;

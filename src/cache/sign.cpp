@@ -24,7 +24,6 @@ namespace {
 // OpenSSL 3's libcrypto as Debian ships it (libssl3). Declared by the
 // headers, never linked: loaded only when a key is given.
 constexpr const char* libcrypto_name = "libcrypto.so.3";
-constexpr std::size_t max_key_size = 64 * 1024;
 
 struct Api {
   decltype(&::EVP_MAC_fetch) EVP_MAC_fetch;
@@ -118,18 +117,10 @@ void add_header(EntryMac& mac, EntryHeader h) {
 } // namespace
 
 std::variant<EntrySigner, std::string> EntrySigner::from_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  if (!fd || ::fstat(fd.get(), &st) != 0) return errno_text(errno);
-  if (!S_ISREG(st.st_mode)) return std::string("not a regular file");
-  // A shared secret that others can read signs nothing: refused, not warned.
-  if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) return std::string("readable by group or others (chmod 600)");
-  if (st.st_size == 0) return std::string("empty");
-  if (static_cast<std::uint64_t>(st.st_size) > max_key_size) return std::string("larger than 64 KiB");
-  std::string key(static_cast<std::size_t>(st.st_size), '\0');
-  if (!pread_all(fd.get(), key.data(), key.size(), 0)) return errno_text(errno);
+  auto read = read_secret_file(path);
+  if (read.index() == 1) return std::get<1>(std::move(read));
   if (!library().error.empty()) return library().error;
-  return EntrySigner(std::move(key));
+  return EntrySigner(std::get<0>(std::move(read)));
 }
 
 std::unique_ptr<EntryMac> EntrySigner::begin() const { return std::make_unique<Hmac>(key_); }

@@ -128,8 +128,14 @@ public:
   void sign_with(const EntrySigner* signer) { signer_ = signer; }
   const EntrySigner* signer() const { return signer_; }
 
+  // A run warns once that a remote store failed it: a lookup that could
+  // not read it says so, and a store that then fails too says nothing more.
+  void note_unreadable() const { unreadable_ = true; }
+  bool noted_unreadable() const { return unreadable_; }
+
 protected:
   const EntrySigner* signer_ = nullptr;
+  mutable bool unreadable_ = false;
 };
 
 class CacheStore final : public EntryStore {

@@ -13,24 +13,6 @@ int hex_value(char c) {
   return -1;
 }
 
-// Percent-decoding (%40 -> '@'); nullopt for a broken escape.
-std::optional<std::string> percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
-
 // A decimal number in [min, max]; nullopt otherwise.
 std::optional<int> number(std::string_view s, int min, int max) {
   if (s.empty() || s.size() > 10) return std::nullopt;
@@ -171,6 +153,24 @@ std::variant<RedisUrl, UrlError> parse_sentinel(std::string_view rest) {
 }
 
 } // namespace
+
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
 
 std::variant<RedisUrl, UrlError> parse_redis_url(std::string_view text) {
   const std::size_t sep = text.find("://");

@@ -61,4 +61,7 @@ std::optional<TextSpan> url_password_span(std::string_view text);
 // part of its user information replaced by "***".
 std::string redact_url(std::string_view text);
 
+// Percent-decoding (%40 -> '@'); nullopt for a broken escape.
+std::optional<std::string> percent_decode(std::string_view s);
+
 } // namespace bufferlock

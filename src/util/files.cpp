@@ -1,5 +1,7 @@
 #include "util/files.hpp"
 
+#include "util/io.hpp"
+
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -82,6 +84,22 @@ UniqueFd anonymous_file(std::uint64_t size) {
   fd.reset(::mkostemp(name.data(), O_CLOEXEC));
   if (fd) ::unlink(name.c_str());
   return fd;
+}
+
+std::variant<std::string, std::string> read_secret_file(const std::string& path) {
+  constexpr std::size_t most = 64 * 1024;
+  const auto why = [](std::string text) { return std::variant<std::string, std::string>(std::in_place_index<1>, std::move(text)); };
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return why(errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return why("not a regular file");
+  // A shared secret that others can read guards nothing: refused, not warned.
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) return why("readable by group or others (chmod 600)");
+  if (st.st_size == 0) return why("empty");
+  if (static_cast<std::uint64_t>(st.st_size) > most) return why("larger than 64 KiB");
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  if (!pread_all(fd.get(), bytes.data(), bytes.size(), 0)) return why(errno_text(errno));
+  return std::variant<std::string, std::string>(std::in_place_index<0>, std::move(bytes));
 }
 
 } // namespace bufferlock

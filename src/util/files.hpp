@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace bufferlock {
 
@@ -40,6 +41,11 @@ std::optional<mode_t> readable_by_others(const std::string& path);
 // else in $TMPDIR (O_TMPFILE; a named file unlinked at once where the file
 // system cannot), so that a large one takes no memory. Invalid on failure.
 UniqueFd anonymous_file(std::uint64_t size);
+
+// The bytes of a secret's file (--sign-key, --store-token-file): a regular
+// file, readable by its owner alone, neither empty nor over 64 KiB; else
+// why not (for a one-line usage error): index 0 the bytes, 1 the reason.
+std::variant<std::string, std::string> read_secret_file(const std::string& path);
 
 // The directory part of `path` ("." when there is none).
 std::string parent_dir(const std::string& path);

@@ -481,7 +481,7 @@ TEST(CliCache, SecondGenerationOptions) {
   EXPECT_NE(usage_error({"cache", "--max-entry", "12X", "k", "true"}).find("invalid size '12X'"),
             std::string::npos);
   EXPECT_EQ(usage_error({"cache", "--store", "nfs", "k", "true"}),
-            "invalid --store 'nfs': expected file or redis");
+            "invalid --store 'nfs': expected file, redis or an http:// or https:// URL");
 }
 
 TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
@@ -499,7 +499,7 @@ TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
             "--store redis needs exactly one Redis server, not 2");
   Env bad_env{{{"BUFFERLOCK_CACHE_STORE", "nfs"}}};
   EXPECT_EQ(usage_error({"cache", "k", "true"}, bad_env),
-            "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file or redis");
+            "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file, redis or an http:// or https:// URL");
 }
 
 // --on-lost term fits --kill-after into the lease (SPEC §7, lock/lease.hpp).
@@ -525,4 +525,43 @@ TEST(CliLease, AnExplicitKillAfterThatDoesNotFitIsAUsageError) {
   EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "1", "--connect-timeout", "0.1", "--io-timeout", "0.1",
                          "--on-lost", "term", "k", "true"}),
             "(no error)");
+}
+
+TEST(Cli, HttpStoreUrlAndItsOptions) {
+  const Options o = parse({"cache", "--store", "https://u:p%40ss@cache.example:8443/ci", "--store-timeout", "2.5",
+                           "--store-token-file", "T", "--tls-ca", "CA", "k", "true"});
+  EXPECT_EQ(o.cache.store, CacheStoreKind::http);
+  EXPECT_EQ(o.cache.store_url.base, "https://cache.example:8443/ci/");
+  EXPECT_EQ(o.cache.store_url.user, "u");
+  EXPECT_EQ(o.cache.store_url.password, "p@ss");
+  EXPECT_EQ(o.cache.store_url.display, "https://u:***@cache.example:8443/ci");
+  EXPECT_EQ(o.cache.store_timeout, 2500ms);
+  EXPECT_EQ(o.cache.store_token_file, "T");
+  EXPECT_EQ(o.redis.tls.ca, "CA");
+  EXPECT_EQ(o.backend, Backend::file); // the lock: the file lock without -r
+  EXPECT_FALSE(o.cache.max_entry_given);
+  Env env;
+  env.vars = {{"BUFFERLOCK_CACHE_STORE", "http://h/c/"}, {"BUFFERLOCK_STORE_TIMEOUT", "3"}};
+  const Options e = parse({"cache", "k", "true"}, env);
+  EXPECT_EQ(e.cache.store_url.base, "http://h/c/");
+  EXPECT_EQ(e.cache.store_timeout, 3s);
+  EXPECT_EQ(parse({"cache", "--store", "http://h", "-r", "redis://r", "k", "true"}).backend, Backend::redis);
+}
+
+TEST(Cli, HttpStoreBadInput) {
+  EXPECT_EQ(usage_error({"cache", "--store", "ftp://h/x", "k", "true"}),
+            "invalid --store 'ftp://h/x': expected file, redis or an http:// or https:// URL");
+  EXPECT_EQ(usage_error({"cache", "--store", "http://u:secret@/x", "k", "true"}),
+            "invalid --store 'http://u:***@/x': no host");
+  EXPECT_EQ(usage_error({"cache", "--store", "http://h:99999/x", "k", "true"}),
+            "invalid --store 'http://h:99999/x': bad port");
+  EXPECT_EQ(usage_error({"cache", "--store", "http://h/x?a=1", "k", "true"}),
+            "invalid --store 'http://h/x?a=1': a query or fragment has no place in it");
+  EXPECT_EQ(usage_error({"cache", "--store-timeout", "1", "k", "true"}),
+            "--store-timeout needs an http:// or https:// --store");
+  EXPECT_EQ(usage_error({"cache", "--store", "redis", "-r", "redis://h", "--store-token-file", "T", "k", "true"}),
+            "--store-token-file needs an http:// or https:// --store");
+  EXPECT_EQ(usage_error({"cache", "--tls-ca", "CA", "k", "true"}),
+            "--tls-ca needs a rediss:// URL or an https:// --store");
+  EXPECT_NE(usage_error({"cache", "--store", "http://h", "--store-timeout", "abc", "k", "true"}), "(no error)");
 }

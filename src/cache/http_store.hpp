@@ -1,0 +1,83 @@
+// Entries on an HTTP server (--store http://..., SPEC §18): one object per
+// entry address, in the bytes of an entry file (cache/entry.hpp), under the
+// URL's path and named as the file store names its files:
+//   PATH/<md5 of KEY>.entry              without inputs
+//   PATH/<md5 of KEY>.<inputs hex>.entry with --depends
+// A build spools its body into an unnamed local file as it comes (a PUT
+// needs its length first: bazel-remote and S3 refuse a chunked one), then
+// sends header, body and trailer in one PUT. A hit GETs the object into an
+// unnamed local file and verifies it there before its first byte is served:
+// neither side holds an entry in memory, and a torn, cut or tampered object
+// is a miss. The store holds data only: the build lock is the command line's.
+// Listing (--list, --drop, --gc) is WebDAV PROPFIND, Depth: 1.
+#pragma once
+
+#include "cache/store.hpp"
+#include "http/client.hpp"
+#include "http/url.hpp"
+
+#include <memory>
+#include <optional>
+#include <variant>
+
+namespace bufferlock {
+
+class HttpStore final : public EntryStore {
+public:
+  HttpStore(StoreUrl url, HttpSettings settings, std::optional<std::uint64_t> max_entry);
+
+  bool remote() const override { return true; }
+  std::string where(std::string_view key, const Inputs& inputs) const override;
+  std::optional<SysError> prepare() const override { return std::nullopt; }
+  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  Lookup newest(std::string_view key) const override;
+  std::optional<SysError> drop(std::string_view key) const override;
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
+  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
+                                                                  const Inputs& inputs,
+                                                                  std::int64_t created_ns,
+                                                                  const BuildContents& what) const override;
+  void after_fork() const override { client_.reset(); }
+
+  // Why the server cannot list its objects (it answered PROPFIND with
+  // another status than 207 or 404); nullopt when it can, or did not answer
+  // (then the listing itself reports the error).
+  std::optional<std::string> unlistable() const;
+
+  // --gc: removes entries older than max_age (when given) and objects that
+  // are no entries, then the oldest until the rest add up to at most
+  // max_size (when given).
+  std::variant<GcCounts, SysError> gc(std::optional<Nanos> max_age, std::optional<std::uint64_t> max_size,
+                                      std::int64_t now_ns) const;
+
+  // The URL as given, password hidden.
+  const std::string& server() const { return url_.display; }
+  std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  HttpClient& client() const;
+  std::optional<std::uint64_t> max_entry() const { return max_entry_; }
+  std::string object_url(const std::string& name) const { return url_.base + name; }
+
+private:
+  // A header read from the start of an object, and the object's name.
+  struct Head {
+    std::string name;
+    std::optional<EntryHeader> header; // nullopt: not an entry
+  };
+  Lookup read_object(std::string_view key, const std::string& name) const;
+  // The names of the entry objects under the URL's path.
+  std::variant<std::vector<std::string>, SysError> objects() const;
+  // The header of each entry object whose name starts with `prefix`.
+  std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;
+  std::optional<SysError> remove(const std::string& name) const;
+
+  StoreUrl url_;
+  HttpSettings settings_;
+  std::optional<std::uint64_t> max_entry_;
+  mutable std::unique_ptr<HttpClient> client_;
+};
+
+// The object names in a WebDAV multistatus document: the last segment of
+// every href, percent-decoded (for tests).
+std::vector<std::string> propfind_names(std::string_view xml);
+
+} // namespace bufferlock

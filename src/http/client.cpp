@@ -1,0 +1,319 @@
+#include "http/client.hpp"
+
+#include "util/clock.hpp"
+#include "util/dynlib.hpp"
+#include "util/files.hpp"
+#include "util/io.hpp"
+
+// Plain declarations: the type-checking macros would stand in for the
+// bound function pointers of the same names.
+#define CURL_DISABLE_TYPECHECK
+#include <curl/curl.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace bufferlock {
+
+namespace {
+
+// Debian's libcurl4 (OpenSSL flavour); declared by its headers, never linked.
+constexpr const char* libcurl_name = "libcurl.so.4";
+constexpr long io_buffer = 256 * 1024; // bytes per socket read or upload callback
+// libcurl hands a body over 16 KiB at a time: written to a file in runs of
+// this size, a 500 MiB download makes 500 writes, not 32,000.
+constexpr std::size_t file_run = 1024 * 1024;
+
+struct Api {
+  decltype(&::curl_global_init) curl_global_init;
+  decltype(&::curl_easy_init) curl_easy_init;
+  decltype(&::curl_easy_setopt) curl_easy_setopt;
+  decltype(&::curl_easy_perform) curl_easy_perform;
+  decltype(&::curl_easy_getinfo) curl_easy_getinfo;
+  decltype(&::curl_easy_reset) curl_easy_reset;
+  decltype(&::curl_easy_cleanup) curl_easy_cleanup;
+  decltype(&::curl_easy_strerror) curl_easy_strerror;
+  decltype(&::curl_slist_append) curl_slist_append;
+  decltype(&::curl_slist_free_all) curl_slist_free_all;
+};
+
+struct Library {
+  Api api{};
+  std::string error; // why it could not be loaded
+};
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    DynLib so(libcurl_name);
+    Api& a = l.api;
+#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
+    BUFFERLOCK_BIND(curl_global_init);
+    BUFFERLOCK_BIND(curl_easy_init);
+    BUFFERLOCK_BIND(curl_easy_setopt);
+    BUFFERLOCK_BIND(curl_easy_perform);
+    BUFFERLOCK_BIND(curl_easy_getinfo);
+    BUFFERLOCK_BIND(curl_easy_reset);
+    BUFFERLOCK_BIND(curl_easy_cleanup);
+    BUFFERLOCK_BIND(curl_easy_strerror);
+    BUFFERLOCK_BIND(curl_slist_append);
+    BUFFERLOCK_BIND(curl_slist_free_all);
+#undef BUFFERLOCK_BIND
+    l.error = so.error();
+    if (l.error.empty() && l.api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+      l.error = "libcurl could not be initialised";
+    if (!l.error.empty()) l.api = Api{};
+    return l;
+  }();
+  return lib;
+}
+
+const Api& api() { return library().api; }
+
+// "10.000 s", as durations are shown elsewhere.
+std::string seconds_text(Nanos d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(d.count()) / 1e9);
+  return buf;
+}
+
+} // namespace
+
+std::string HttpReply::text() const {
+  if (!error.empty()) return error;
+  return "HTTP status " + std::to_string(status);
+}
+
+// One easy handle and what the callbacks of the request under way need.
+struct HttpClient::Handle {
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  char errbuf[CURL_ERROR_SIZE] = {};
+  Nanos timeout{0};
+  // The body's destination: a file, a string (at most `most` bytes), or nowhere.
+  int fd = -1;
+  std::string run; // bytes for fd not written yet
+  std::string* body = nullptr;
+  std::size_t most = 0;
+  const Source* source = nullptr;
+  int local_errno = 0;  // a local write or read failed
+  bool source_failed = false;
+  bool stalled = false;
+  Nanos last_move{0};
+  curl_off_t moved = 0;
+
+  ~Handle() {
+    if (headers) api().curl_slist_free_all(headers);
+    if (easy) api().curl_easy_cleanup(easy);
+  }
+
+  // The bytes held for fd; false (with local_errno) when they cannot be written.
+  bool flush() {
+    if (run.empty()) return true;
+    const bool ok = write_all(fd, run.data(), run.size());
+    if (!ok) local_errno = errno;
+    run.clear();
+    return ok;
+  }
+
+  bool status_ok() const {
+    long status = 0;
+    api().curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    return status / 100 == 2;
+  }
+
+  static std::size_t on_write(char* data, std::size_t size, std::size_t n, void* self) {
+    auto& h = *static_cast<Handle*>(self);
+    const std::size_t len = size * n;
+    if (!h.status_ok()) return len; // an error page: not ours to keep
+    if (h.fd >= 0) {
+      h.run.append(data, len);
+      if (h.run.size() < file_run || h.flush()) return len;
+      return 0; // ends the transfer
+    }
+    if (h.body) {
+      const std::size_t room = h.most - std::min(h.most, h.body->size());
+      h.body->append(data, std::min(room, len));
+      return len <= room ? len : 0; // enough: the rest is not wanted
+    }
+    return len;
+  }
+
+  static std::size_t on_read(char* buf, std::size_t size, std::size_t n, void* self) {
+    auto& h = *static_cast<Handle*>(self);
+    std::size_t got = 0;
+    if (!(*h.source)(buf, size * n, got)) {
+      h.local_errno = errno;
+      h.source_failed = true;
+      return CURL_READFUNC_ABORT;
+    }
+    return got;
+  }
+
+  // No byte moved either way for the timeout: a stalled server.
+  static int on_progress(void* self, curl_off_t, curl_off_t down, curl_off_t, curl_off_t up) {
+    auto& h = *static_cast<Handle*>(self);
+    const Nanos now = monotonic_now();
+    if (down + up != h.moved) {
+      h.moved = down + up;
+      h.last_move = now;
+      return 0;
+    }
+    if (now - h.last_move < h.timeout) return 0;
+    h.stalled = true;
+    return 1;
+  }
+};
+
+HttpClient::HttpClient(HttpSettings s) : settings_(std::move(s)) {}
+HttpClient::~HttpClient() = default;
+
+HttpClient::Handle& HttpClient::fresh() {
+  const Api& a = api();
+  if (!handle_) {
+    handle_ = std::make_unique<Handle>();
+    if (!library().error.empty()) return *handle_;
+    handle_->easy = a.curl_easy_init();
+    if (!handle_->easy) return *handle_;
+    if (!settings_.token.empty()) {
+      const std::string bearer = "Authorization: Bearer " + settings_.token;
+      handle_->headers = a.curl_slist_append(nullptr, bearer.c_str());
+    }
+  }
+  Handle& h = *handle_;
+  if (!h.easy) return h;
+  // A reset keeps the live connection: the next request reuses it.
+  a.curl_easy_reset(h.easy);
+  h.fd = -1;
+  h.run.clear();
+  if (h.run.capacity() < file_run) h.run.reserve(file_run);
+  h.body = nullptr;
+  h.most = 0;
+  h.source = nullptr;
+  h.local_errno = 0;
+  h.source_failed = false;
+  h.stalled = false;
+  h.moved = 0;
+  h.errbuf[0] = '\0';
+  h.timeout = settings_.timeout;
+  CURL* e = h.easy;
+  a.curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  a.curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  a.curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h.errbuf);
+  a.curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::max<std::int64_t>(1, settings_.timeout.count() / 1'000'000)));
+  a.curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  a.curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, &Handle::on_progress);
+  a.curl_easy_setopt(e, CURLOPT_XFERINFODATA, &h);
+  a.curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Handle::on_write);
+  a.curl_easy_setopt(e, CURLOPT_WRITEDATA, &h);
+  a.curl_easy_setopt(e, CURLOPT_BUFFERSIZE, io_buffer);
+  a.curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, io_buffer);
+  if (!settings_.user.empty() || !settings_.password.empty()) {
+    a.curl_easy_setopt(e, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    a.curl_easy_setopt(e, CURLOPT_USERNAME, settings_.user.c_str());
+    a.curl_easy_setopt(e, CURLOPT_PASSWORD, settings_.password.c_str());
+  }
+  if (!settings_.ca_file.empty()) a.curl_easy_setopt(e, CURLOPT_CAINFO, settings_.ca_file.c_str());
+  if (h.headers) a.curl_easy_setopt(e, CURLOPT_HTTPHEADER, h.headers);
+  return h;
+}
+
+HttpReply HttpClient::perform(Handle& h) {
+  HttpReply r;
+  if (!library().error.empty()) {
+    r.error = library().error;
+    return r;
+  }
+  if (!h.easy) {
+    r.error = "libcurl could not make a handle";
+    return r;
+  }
+  const Api& a = api();
+  h.last_move = monotonic_now();
+  CURLcode rc = a.curl_easy_perform(h.easy);
+  if (h.fd >= 0 && !h.flush() && rc == CURLE_OK) rc = CURLE_WRITE_ERROR;
+  a.curl_easy_getinfo(h.easy, CURLINFO_RESPONSE_CODE, &r.status);
+  if (rc == CURLE_OK) return r;
+  // A string body that reached its bound was cut on purpose.
+  if (rc == CURLE_WRITE_ERROR && h.body && h.local_errno == 0) return r;
+  if (h.stalled)
+    r.error = "no data for " + seconds_text(h.timeout) + " (--store-timeout)";
+  else if (rc == CURLE_WRITE_ERROR && h.local_errno != 0)
+    r.error = "cannot write a temporary file: " + errno_text(h.local_errno);
+  else if (h.source_failed)
+    r.error = "cannot read the entry to send: " + errno_text(h.local_errno);
+  else if (h.errbuf[0] != '\0')
+    r.error = h.errbuf;
+  else
+    r.error = a.curl_easy_strerror(rc);
+  return r;
+}
+
+HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
+  Handle& h = fresh();
+  const std::string r(range);
+  if (h.easy) {
+    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
+    h.fd = fd;
+  }
+  return perform(h);
+}
+
+HttpReply HttpClient::get(const std::string& url, std::string& body, std::size_t most, std::string_view range) {
+  Handle& h = fresh();
+  const std::string r(range);
+  if (h.easy) {
+    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
+    h.body = &body;
+    h.most = most;
+  }
+  return perform(h);
+}
+
+HttpReply HttpClient::put(const std::string& url, std::uint64_t len, const Source& read) {
+  Handle& h = fresh();
+  if (h.easy) {
+    const Api& a = api();
+    a.curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    a.curl_easy_setopt(h.easy, CURLOPT_UPLOAD, 1L);
+    a.curl_easy_setopt(h.easy, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(len));
+    a.curl_easy_setopt(h.easy, CURLOPT_READFUNCTION, &Handle::on_read);
+    a.curl_easy_setopt(h.easy, CURLOPT_READDATA, &h);
+    h.source = &read;
+  }
+  return perform(h);
+}
+
+HttpReply HttpClient::del(const std::string& url) {
+  Handle& h = fresh();
+  if (h.easy) {
+    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    api().curl_easy_setopt(h.easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+  }
+  return perform(h);
+}
+
+HttpReply HttpClient::propfind(const std::string& url, std::string& body, std::size_t most) {
+  Handle& h = fresh();
+  curl_slist* depth = nullptr;
+  if (h.easy) {
+    const Api& a = api();
+    // Depth: 1 besides the handle's own headers, for this request only.
+    for (const curl_slist* s = h.headers; s; s = s->next) depth = a.curl_slist_append(depth, s->data);
+    depth = a.curl_slist_append(depth, "Depth: 1");
+    a.curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    a.curl_easy_setopt(h.easy, CURLOPT_CUSTOMREQUEST, "PROPFIND");
+    a.curl_easy_setopt(h.easy, CURLOPT_HTTPHEADER, depth);
+    h.body = &body;
+    h.most = most;
+  }
+  HttpReply r = perform(h);
+  if (depth) api().curl_slist_free_all(depth);
+  if (r.error.empty() && body.size() >= most) r.error = "the listing is larger than " + std::to_string(most) + " bytes";
+  return r;
+}
+
+} // namespace bufferlock

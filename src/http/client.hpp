@@ -1,0 +1,62 @@
+// HTTP requests for the http(s) store (SPEC §18) through libcurl, which is
+// dlopen()ed on the first request: a run that uses no such store loads none
+// of it (ARCHITECTURE.md, Start-up). Bodies stream through callbacks, never
+// whole in memory; one handle is kept, so a run's requests share a
+// connection (keep-alive).
+#pragma once
+
+#include "util/duration.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace bufferlock {
+
+struct HttpSettings {
+  std::string user;     // from the URL, percent-decoded; empty: none
+  std::string password; // likewise
+  std::string token;    // --store-token-file: sent as "Authorization: Bearer ..."
+  std::string ca_file;  // --tls-ca; empty: the system's CAs
+  Nanos timeout = std::chrono::seconds(10); // --store-timeout: connecting, and any stall
+};
+
+// What a request came to: a status, or no answer at all (error says why).
+struct HttpReply {
+  long status = 0;
+  std::string error; // a transport failure (refused, timed out, cut short, TLS); empty with a status
+  bool ok() const { return error.empty() && status / 100 == 2; }
+  // "HTTP status 500", or the transport error.
+  std::string text() const;
+};
+
+class HttpClient {
+public:
+  explicit HttpClient(HttpSettings s);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // GET: a 2xx body is appended to `fd`. `range`: "FIRST-LAST" bytes, or empty.
+  HttpReply get(const std::string& url, int fd, std::string_view range = {});
+  // GET of a small body (at most `most` bytes; more is an error) into `body`.
+  HttpReply get(const std::string& url, std::string& body, std::size_t most, std::string_view range = {});
+  // PUT of `len` bytes that `read` hands over in order (false: abort).
+  using Source = std::function<bool(char* buf, std::size_t want, std::size_t& got)>;
+  HttpReply put(const std::string& url, std::uint64_t len, const Source& read);
+  HttpReply del(const std::string& url);
+  // WebDAV PROPFIND, Depth: 1: the multistatus document (at most `most` bytes).
+  HttpReply propfind(const std::string& url, std::string& body, std::size_t most);
+
+private:
+  struct Handle;
+  HttpReply perform(Handle& h);
+  Handle& fresh();
+
+  HttpSettings settings_;
+  std::unique_ptr<Handle> handle_;
+};
+
+} // namespace bufferlock
