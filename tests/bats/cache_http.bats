@@ -102,8 +102,7 @@ teardown() {
 
 @test "binary output survives the trip byte for byte; a failing command stores nothing" {
     head -c 300000 /dev/urandom >"$T/bin.dat"
-    run --separate-stderr blh bin cat "$T/bin.dat"
-    assert_success
+    blh bin cat "$T/bin.dat" >/dev/null || fail "the build failed"
     blh bin false >"$T/bin.out" || fail "the hit failed"
     assert_same_bytes "$T/bin.dat" "$T/bin.out"
     run --separate-stderr blh failing sh -c 'echo partial; exit 3'
@@ -215,6 +214,16 @@ EOF
     assert_no_objects
 }
 
+@test "--gc --max-age removes the objects older than the age, and keeps the younger" {
+    blh old echo old >/dev/null
+    sleep 2.2
+    blh young echo young >/dev/null
+    run --separate-stderr blh --gc --max-age 2
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(objects)" "$(obj young)"
+}
+
 @test "a server that cannot list (/nolist/): --list, --drop and --gc are one line, exit 64" {
     local url
     url=$(http_url nolist)
@@ -260,11 +269,13 @@ EOF
     assert_no_objects
     # Without --max-entry there is no limit of the http store's own.
     head -c $((70 * 1024 * 1024)) /dev/urandom >"$T/70m"
-    run --separate-stderr blh big cat "$T/70m"
+    # (stdout to a file: bats' run would read 70 MiB of binary into a variable)
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$STORE" big cat "$T/70m"
     assert_success
     assert_stderr_empty
+    assert_same_bytes "$T/70m" "$T/out"
     assert_file_exists "$(obj_path big)"
-    rm -f -- "$T/70m"
+    rm -f -- "$T/70m" "$T/out"
 }
 
 @test "a 400 MiB incompressible entry: uploaded and restored with peak RSS under 64 MiB, bytes intact" {

@@ -64,10 +64,10 @@ teardown() {
     assert_runs 2
 }
 
-@test "upload refused (413 at /small/, 500): output whole, the command's status, one warning, no object" {
+@test "upload refused (413 at /small/, 500, 401): output whole, the command's status, one warning, no object" {
     head -c 5000 /dev/urandom >"$T/5k"
     local url
-    for url in "$(http_url small)" "$(http_url wr500)"; do
+    for url in "$(http_url small)" "$(http_url wr500)" "$(http_url roauth)"; do
         run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'"
         assert_success
         assert_one_bufferlock_line "output of '$K' not stored: HTTP store at $url: HTTP status"
@@ -77,13 +77,20 @@ teardown() {
     done
     assert_no_objects small
     assert_no_objects wr500
+    assert_no_objects roauth
     [[ $(curl_status "$(http_url small)$(obj "$K")") == 404 ]] || fail "an object is served at /small/"
-    assert_runs 2 # the first call at each (the second ones run cat, not counted)
-    # 413 and 500 name their status.
+    assert_runs 3 # the first call at each (the second ones run cat, not counted)
+    # Each names its status.
     run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url small)" "$K" cat "$T/5k"
     assert_one_bufferlock_line "HTTP status 413"
     run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url wr500)" "$K" cat "$T/5k"
     assert_one_bufferlock_line "HTTP status 500"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url roauth)" "$K" cat "$T/5k"
+    assert_one_bufferlock_line "HTTP status 401"
+    # A failing command is not uploaded at all: its status, no warning.
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url small)" "$K" sh -c "cat '$T/5k'; exit 3"
+    assert_failure 3
+    assert_stderr_empty
     # nginx's own temporary files are gone too.
     assert_equal "$(find "$HTTP_ROOT/.tmp" -type f | wc -l)" 0
 }
@@ -169,6 +176,40 @@ teardown() {
         kill -TERM "$FAULT_PID"
         wait_for_exit "$FAULT_PID" 5
     done
+}
+
+@test "an upload that stalls (the server never reads it), --store-timeout 1: output whole, one warning, bounded" {
+    start_fault_server putstall
+    head -c $((16 * 1024 * 1024)) /dev/urandom >"$T/16m"
+    local t0 ms
+    t0=$(now_us)
+    # (stdout to a file: bats' run would read 16 MiB of binary into a variable)
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" \
+        "$BL" cache --cache-dir "$C" --store "$FAULT_URL" --store-timeout 1 "$K" cat "$T/16m"
+    ms=$(elapsed_ms "$t0")
+    assert_success
+    assert_same_bytes "$T/16m" "$T/out"
+    assert_one_bufferlock_line "output of '$K' not stored: HTTP store at $FAULT_URL: " "--store-timeout"
+    grep -qx "PUT /cache/$HTTP_T/$(obj "$K")" "$FAULT_LOG" || fail "no PUT reached the server: $(cat "$FAULT_LOG")"
+    # The reads are 404s at once; the upload gives up after 1 s without progress
+    # (up to 1 s more: curl samples slow transfers once a second).
+    ((ms < 2000 + $(slack_ms 2000))) || fail "took $ms ms with --store-timeout 1"
+}
+
+@test "--output with a tampered object: nothing of it is restored; the rebuild's tree alone is in place" {
+    mkdir -p "$T/w"
+    (cd "$T/w" && mkdir dist && head -c 200000 /dev/urandom >dist/old.bin &&
+        blh --output dist "$K" echo first >/dev/null) || fail "the first build failed"
+    local f
+    f=$(obj_path "$K")
+    flip_byte "$f" $(($(stat -c %s "$f") / 2))
+    rm -rf "$T/w/dist"
+    run --separate-stderr bash -c "cd '$T/w' && mkdir dist && echo new >dist/new.txt && \"\$@\"" _ \
+        "$BL" cache --cache-dir "$C" --store "$STORE" --output dist "$K" echo second
+    assert_success
+    assert_output second
+    assert_read_warning "$K" "$STORE"
+    assert_equal "$(cd "$T/w/dist" && find . | LC_ALL=C sort | tr '\n' ' ')" ". ./new.txt "
 }
 
 @test "--sign-key: an entry signed with another key is refused with one warning and rebuilt" {

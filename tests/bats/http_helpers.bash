@@ -25,6 +25,7 @@
 #   /wr500/   a PUT is 500, the rest is /cache/'s (reads work, uploads fail)
 #   /auth/    basic auth, user HTTP_USER, password HTTP_PASSWORD
 #   /bearer/  Authorization: Bearer HTTP_TOKEN, else 401
+#   /roauth/  anyone reads, writing needs basic auth (the ccache wiki's limit_except)
 #
 # The https server has /cache/ only, over the same root.  Each test gets its
 # own directory below every location (http_setup): http_url LOCATION is
@@ -39,7 +40,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 HTTP_FAULT_SERVER="$BATS_TEST_DIRNAME/../tools/http_fault_server.py"
 
 # The locations the suites use, one directory each under the root.
-HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer)
+HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth)
 
 # _dav_ext_module: the path of the dav-ext module (PROPFIND), empty if missing.
 _dav_ext_module() {
@@ -117,6 +118,14 @@ http {
         location /auth/ {
             auth_basic "bufferlock";
             auth_basic_user_file $dir/htpasswd;
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        location /roauth/ {
+            limit_except GET HEAD {
+                auth_basic "bufferlock";
+                auth_basic_user_file $dir/htpasswd;
+            }
             $dav
             dav_ext_methods PROPFIND OPTIONS;
         }

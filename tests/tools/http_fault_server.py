@@ -13,7 +13,11 @@ the first half of FILE's bytes (random bytes without FILE), then:
 
 A PUT is read whole (Content-Length or chunked) and answered 201, so that
 the rebuild a client makes after the broken GET is stored without a second
-fault; its body is thrown away.  Every other method gets 405.  With
+fault; its body is thrown away.  But in mode
+
+  putstall  a GET is 404 (a miss), and a PUT is never read nor answered:
+            the client's upload stalls once the socket buffers are full.
+  Every other method gets 405.  With
 FAULT_LOG set, "ready" is appended to that file once the server listens,
 and then one line per request ("GET /path").
 
@@ -24,12 +28,13 @@ import os
 import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def main():
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("cut", "stall", "silent"):
-        sys.stderr.write("usage: http_fault_server.py cut|stall|silent PORT [FILE]\n")
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("cut", "stall", "silent", "putstall"):
+        sys.stderr.write("usage: http_fault_server.py cut|stall|silent|putstall PORT [FILE]\n")
         return 64
     mode, port = sys.argv[1], int(sys.argv[2])
     if len(sys.argv) == 4:
@@ -68,6 +73,11 @@ def main():
             if mode == "silent":
                 self.hold()
                 return
+            if mode == "putstall":
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(body)))
@@ -91,6 +101,10 @@ def main():
 
         def do_PUT(self):
             log("PUT " + self.path)
+            if mode == "putstall":
+                stalled.append(self.connection)
+                while True:  # until the client gives up and closes
+                    time.sleep(3600)
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
                 while True:
                     size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
