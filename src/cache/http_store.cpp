@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <limits>
 
 namespace bufferlock {
@@ -70,31 +69,32 @@ private:
     const std::uint64_t total = head.size() + spooled_ + trailer.size();
     std::uint64_t at = 0;
     const HttpClient::Source read = [&](char* buf, std::size_t want, std::size_t& got) {
+      // A string's bytes from `off`, as many as fit.
+      const auto from = [&](const std::string& str, std::uint64_t off) {
+        const std::size_t k = std::min<std::size_t>(want - got, str.size() - off);
+        std::copy_n(str.data() + off, k, buf + got);
+        return k;
+      };
       got = 0;
       while (got < want && at < total) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(want - got, total - at));
+        std::size_t k = 0;
         if (at < head.size()) {
-          const std::size_t k = std::min<std::size_t>(n, head.size() - at);
-          std::memcpy(buf + got, head.data() + at, k);
-          got += k;
-          at += k;
+          k = from(head, at);
         } else if (at < head.size() + spooled_) {
           const std::uint64_t off = at - head.size();
-          const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, spooled_ - off));
-          const ssize_t r = ::pread(spool_.get(), buf + got, k, static_cast<off_t>(off));
+          const ssize_t r = ::pread(spool_.get(), buf + got,
+                                    static_cast<std::size_t>(std::min<std::uint64_t>(want - got, spooled_ - off)),
+                                    static_cast<off_t>(off));
           if (r <= 0) {
             if (r == 0) errno = EIO;
             return false;
           }
-          got += static_cast<std::size_t>(r);
-          at += static_cast<std::uint64_t>(r);
+          k = static_cast<std::size_t>(r);
         } else {
-          const std::uint64_t off = at - head.size() - spooled_;
-          const std::size_t k = std::min<std::size_t>(n, trailer.size() - off);
-          std::memcpy(buf + got, trailer.data() + off, k);
-          got += k;
-          at += k;
+          k = from(trailer, at - head.size() - spooled_);
         }
+        got += k;
+        at += k;
       }
       return true;
     };
@@ -282,7 +282,8 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
     kept.push_back({h.header->created_ns, h.header->file_size(), h.name});
   }
   if (max_size) {
-    for (const auto& name : over_size(std::move(kept), *max_size)) {
+    const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
+    for (const auto& name : oldest) {
       if (auto e = remove(name)) return *e;
       ++counts.entries_removed;
     }
