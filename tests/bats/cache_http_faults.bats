@@ -178,6 +178,23 @@ teardown() {
     done
 }
 
+@test "a server that never accepts, BUFFERLOCK_STORE_TIMEOUT=1: connecting gives up, one warning, the build" {
+    start_fault_server noaccept
+    local t0 ms
+    t0=$(now_us)
+    BUFFERLOCK_STORE_TIMEOUT=1 run --separate-stderr "$BL" cache --cache-dir "$C" --store "$FAULT_URL" "$K" "$COUNTED" 0 built
+    ms=$(elapsed_ms "$t0")
+    assert_success
+    assert_output built
+    assert_read_warning "$K" "$FAULT_URL"
+    assert_runs 1
+    # Each connection attempt gives up after 1 s, never after the default 10 s:
+    # up to three of them (a read before the lock, one under it, the upload
+    # of the build).
+    ((ms >= 900)) || fail "gave up after $ms ms, before the store timeout of 1 s"
+    ((ms < 3000 + $(slack_ms 2000))) || fail "took $ms ms with a store timeout of 1 s"
+}
+
 @test "an upload that stalls (the server never reads it), --store-timeout 1: output whole, one warning, bounded" {
     start_fault_server putstall
     head -c $((16 * 1024 * 1024)) /dev/urandom >"$T/16m"

@@ -17,6 +17,12 @@ fault; its body is thrown away.  But in mode
 
   putstall  a GET is 404 (a miss), and a PUT is never read nor answered:
             the client's upload stalls once the socket buffers are full.
+
+And in mode
+
+  noaccept  nothing is ever accepted: the server fills its own accept
+            queue (backlog 0) with one connection of its own, so the
+            kernel drops every further SYN and a client's connect stalls.
   Every other method gets 405.  With
 FAULT_LOG set, "ready" is appended to that file once the server listens,
 and then one line per request ("GET /path").
@@ -32,11 +38,31 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def no_accept(port):
+    """Listen on PORT, never accept, keep the accept queue full."""
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("127.0.0.1", port))
+    lsock.listen(0)
+    # The queue holds one connection (backlog 0 + 1): ours.
+    mine = socket.create_connection(("127.0.0.1", port), timeout=5)
+    log_path = os.environ.get("FAULT_LOG")
+    if log_path:
+        with open(log_path, "a") as f:
+            f.write("ready\n")
+    while True:
+        time.sleep(3600)
+    return mine  # (never reached: keeps the socket referenced)
+
+
 def main():
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("cut", "stall", "silent", "putstall"):
-        sys.stderr.write("usage: http_fault_server.py cut|stall|silent|putstall PORT [FILE]\n")
+    modes = ("cut", "stall", "silent", "putstall", "noaccept")
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in modes:
+        sys.stderr.write("usage: http_fault_server.py %s PORT [FILE]\n" % "|".join(modes))
         return 64
     mode, port = sys.argv[1], int(sys.argv[2])
+    if mode == "noaccept":
+        return no_accept(port)
     if len(sys.argv) == 4:
         with open(sys.argv[3], "rb") as f:
             body = f.read()
