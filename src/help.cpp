@@ -1,5 +1,6 @@
 #include "help.hpp"
 
+#include "http/client.hpp"
 #include "redis/tls.hpp"
 
 #include <CLI/Version.hpp>
@@ -79,9 +80,10 @@ std::string version_text() {
   return fmt::format("bufferlock {}\n"
                      "backends: file, redis\n"
                      "libraries: hiredis {}.{}.{}, fmt {}.{}.{}, CLI11 {}\n"
-                     "tls (rediss://): {}\n",
+                     "tls (rediss://): {}\n"
+                     "cache --store http(s)://: {}\n",
                      BUFFERLOCK_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, FMT_VERSION / 10000,
-                     FMT_VERSION / 100 % 100, FMT_VERSION % 100, CLI11_VERSION, tls_library_version());
+                     FMT_VERSION / 100 % 100, FMT_VERSION % 100, CLI11_VERSION, tls_library_version(), http_library_version());
 }
 
 } // namespace bufferlock

@@ -35,6 +35,7 @@ struct Api {
   decltype(&::curl_easy_strerror) curl_easy_strerror;
   decltype(&::curl_slist_append) curl_slist_append;
   decltype(&::curl_slist_free_all) curl_slist_free_all;
+  decltype(&::curl_version) curl_version;
 };
 
 struct Library {
@@ -58,6 +59,7 @@ const Library& library() {
     BUFFERLOCK_BIND(curl_easy_strerror);
     BUFFERLOCK_BIND(curl_slist_append);
     BUFFERLOCK_BIND(curl_slist_free_all);
+    BUFFERLOCK_BIND(curl_version);
 #undef BUFFERLOCK_BIND
     l.error = so.error();
     if (l.error.empty() && l.api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -78,6 +80,14 @@ std::string seconds_text(Nanos d) {
 }
 
 } // namespace
+
+std::string http_library_version() {
+  if (!library().error.empty()) return library().error;
+  // "libcurl/7.88.1 OpenSSL/3.0.x zlib/... ...": the first two say enough.
+  const std::string all = api().curl_version();
+  const std::size_t first = all.find(' ');
+  return all.substr(0, first == std::string::npos ? first : all.find(' ', first + 1));
+}
 
 std::string HttpReply::text() const {
   if (!error.empty()) return error;

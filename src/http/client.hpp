@@ -15,6 +15,10 @@
 
 namespace bufferlock {
 
+// libcurl's version and its TLS library ("libcurl/7.88.1 OpenSSL/3.0.x"), or why it
+// cannot be loaded: for --version, the one other run that loads it.
+std::string http_library_version();
+
 struct HttpSettings {
   std::string user;     // from the URL, percent-decoded; empty: none
   std::string password; // likewise
