@@ -160,6 +160,7 @@ std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
 }
 
 Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
+  if (down_) return unreadable(*down_);
   return read_object(key, object_name(key, inputs));
 }
 
@@ -169,6 +170,7 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
   if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
   const HttpReply r = client().get(object_url(name), fd.get());
   if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
+  if (!r.error.empty() || r.status >= 500) down_ = r.text();
   if (!r.error.empty() || r.status != 200) return unreadable(r.text());
   std::string why, bytes;
   const std::string wanted(key);
@@ -231,6 +233,7 @@ std::optional<SysError> HttpStore::remove(const std::string& name) const {
 }
 
 Lookup HttpStore::newest(std::string_view key) const {
+  if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
   auto& all = std::get<std::vector<Head>>(found);
@@ -295,6 +298,7 @@ std::variant<std::unique_ptr<EntryBuild>, SysError> HttpStore::begin_build(std::
                                                                            const Inputs& inputs,
                                                                            std::int64_t created_ns,
                                                                            const BuildContents& what) const {
+  if (down_) return SysError{server(), *down_};
   UniqueFd spool = anonymous_file(unknown_size);
   if (!spool) return SysError{"a temporary file", errno_text(errno)};
   auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what, std::move(spool));

@@ -38,6 +38,8 @@ public:
                                                                   std::int64_t created_ns,
                                                                   const BuildContents& what) const override;
   void after_fork() const override { client_.reset(); }
+  // Whether a read found the server down (see down_).
+  bool down() const { return down_.has_value(); }
 
   // Why the server cannot list its objects (it answered PROPFIND with
   // another status than 207 or 404); nullopt when it can, or did not answer
@@ -74,6 +76,10 @@ private:
   HttpSettings settings_;
   std::optional<std::uint64_t> max_entry_;
   mutable std::unique_ptr<HttpClient> client_;
+  // Why a read failed for the server (no answer, a stall, a 5xx): then the
+  // store is down for the rest of the run, as Gradle's remote cache is, so
+  // a dead server costs a caller one --store-timeout, not one a request.
+  mutable std::optional<std::string> down_;
 };
 
 // The object names in a WebDAV multistatus document: the last segment of
