@@ -6,6 +6,7 @@
 #include "messages.hpp"
 #include "redis/tls.hpp"
 #include "redis/url.hpp"
+#include "util/backoff.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
 
@@ -34,6 +35,8 @@ struct RedisSettings {
   Nanos step = std::chrono::milliseconds(1);
   double ratio = 2.0;
   Nanos max_step = std::chrono::milliseconds(500);
+  // The waiting back-off, which also paces TRYAGAIN retries (SPEC §13).
+  Backoff backoff() const { return {step, ratio, max_step}; }
   OnLost on_lost = OnLost::warn;
   Nanos kill_after = std::chrono::seconds(10);
   TlsFiles tls; // rediss:// only
