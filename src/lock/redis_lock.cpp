@@ -182,7 +182,7 @@ RedisLock::RedisLock(const RedisSettings& settings, std::string_view key, unsign
       wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
       client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout},
               settings.backoff()),
-      lease_({settings.ttl, settings.connect_timeout + settings.io_timeout, settings.kill_after}) {
+      lease_({settings.ttl, settings.renew_connect() + settings.renew_io(), settings.kill_after}) {
   if (settings.quorum.size() > 1)
     quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
   // Every key of the lock in its hash slot, so that one script takes a slot,
@@ -213,7 +213,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
     const auto& slot = std::get<std::optional<unsigned>>(taken);
     if (!slot) return Outcome::busy();
-    lease_.confirmed(started);
+    held(started);
     slot_ = *slot; // no fence: each server counts its own (SPEC §14)
     return Outcome::acquired();
   }
@@ -223,7 +223,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
   if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
       r->element[1]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
       r->element[0]->integer < static_cast<long long>(slots_)) {
-    lease_.confirmed(started); // the TTL started no earlier than this
+    held(started);
     slot_ = static_cast<unsigned>(r->element[0]->integer);
     fence_ = static_cast<std::uint64_t>(r->element[1]->integer);
     return Outcome::acquired();
@@ -273,6 +273,15 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
   return poll_until(
       wait, on_error, settings_.backoff(),
       [&] { return try_once(on_attempt_error); }, [this](Nanos d) { pause(d); });
+}
+
+void RedisLock::held(Nanos sent_at) {
+  lease_.confirmed(sent_at); // the TTL started no earlier than this
+  // Renewals and the release fit in the lease (SPEC §7): with --on-lost
+  // term their timeouts may be shorter than the acquisition's.
+  const RedisTimeouts renewal{settings_.renew_connect(), settings_.renew_io()};
+  client_.set_timeouts(renewal);
+  if (quorum_) quorum_->set_timeouts(renewal);
 }
 
 RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms, Nanos tryagain_until) {
@@ -436,10 +445,12 @@ Nanos RedisLock::renew_failed(pid_t child, const RedisError& e) {
   renew_error_reported_ = true;
   if (!renew_retry_) renew_retry_.emplace(settings_.backoff());
   const Nanos next = now + std::max(Nanos(1'000'000), jittered(renew_retry_->next(), random_u32()));
-  // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry.
+  // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry;
+  // and, however long the pause, once more at the last moment a retry may
+  // start before the jeopardy (a short TTL's lease has no time to lose).
   const Nanos jeopardy = lease_.jeopardy_at();
   const Nanos limit = now < jeopardy && (settings_.on_lost == OnLost::term || !jeopardy_warned_)
-                          ? jeopardy
+                          ? (now < lease_.last_retry_at() ? lease_.last_retry_at() : jeopardy)
                           : lease_.server_expiry();
   return std::min(next, limit);
 }

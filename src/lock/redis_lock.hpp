@@ -101,6 +101,9 @@ private:
   // TRYAGAIN is retried until `tryagain_until` when that is later than the
   // io timeout (RedisClient::eval).
   RedisResult<bool> compare_script(bool release, std::string_view ms, Nanos tryagain_until);
+  // The lock was taken by a request sent at `sent_at`: the lease starts,
+  // and the connections take the timeouts of renewals.
+  void held(Nanos sent_at);
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);

@@ -30,6 +30,13 @@ RedisClient::RedisClient(RedisUrl url, std::optional<std::string> password, Redi
                          Backoff tryagain)
     : url_(std::move(url)), password_(std::move(password)), timeouts_(timeouts), tryagain_(tryagain) {}
 
+void RedisClient::set_timeouts(RedisTimeouts timeouts) {
+  timeouts_ = timeouts;
+  if (first_) first_->set_io_timeout(timeouts.io);
+  for (auto& [name, conn] : nodes_)
+    conn.set_io_timeout(timeouts.io);
+}
+
 RedisResult<RedisConnection*> RedisClient::first() {
   if (first_ && !first_->broken()) return &*first_;
   first_.reset();

@@ -28,6 +28,10 @@ public:
   RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts,
               Backoff tryagain = Backoff(std::chrono::milliseconds(1), 2.0, std::chrono::milliseconds(500)));
 
+  // The timeouts from now on, also of the connections already open (a held
+  // lock's renewals may have shorter ones than its acquisition).
+  void set_timeouts(RedisTimeouts timeouts);
+
   // Sends `args` to the node that serves `key`; `io_timeout` (when not 0)
   // bounds this command instead of the usual one (BLPOP waits longer).
   RedisResult<RedisReply> command(std::string_view key, const std::vector<std::string_view>& args,

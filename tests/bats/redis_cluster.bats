@@ -445,7 +445,7 @@ ride_out() {
     wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
     reap "$BG_PID"
     assert_equal "$REAPED_STATUS" 0
-    assert_equal "$(cat "$T/bg.out")" done
+    assert_equal "$(cat "$T/bg.out")" "done"
     assert_equal "$(cat "$T/bg.err")" ""
     assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
 }
