@@ -440,9 +440,10 @@ Nanos RedisLock::renew_failed(pid_t child, const RedisError& e) {
   if (now >= lease_.server_expiry()) return lost(child);
   // A slot in mid-migration that outlasted the attempt is not an outage:
   // retried in silence (the lease still acts if it is never confirmed).
-  if (!renew_error_reported_ && !is_tryagain(e.text))
+  if (!renew_error_reported_ && !is_tryagain(e.text)) {
     diag::warn(message(Msg::redis_renew_retrying, {{"server", server()}, {"error", e.text}}));
-  renew_error_reported_ = true;
+    renew_error_reported_ = true;
+  }
   if (!renew_retry_) renew_retry_.emplace(settings_.backoff());
   const Nanos next = now + std::max(Nanos(1'000'000), jittered(renew_retry_->next(), random_u32()));
   // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry;
