@@ -659,28 +659,45 @@ bool given(const Parsed& p, Opt id) {
 }
 
 // --on-lost term stops the command before its lease ends (SPEC §7,
-// lock/lease.hpp): --kill-after must fit in the TTL with the renewals.
-// The default is shortened to what fits; a given one that does not fit,
-// or a TTL too short for the timeouts, is a usage error.
+// lock/lease.hpp): two renewal attempts and --kill-after must fit in the TTL
+// with the renewal period. A default that does not fit is shortened to fit
+// (each renewal timeout to at most TTL/36, then --kill-after to what leaves
+// the renewals a period to retry in); a value given (on the command line or
+// in the environment) that cannot fit is a usage error naming it.
 template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
   RedisSettings& r = p.opts.redis;
-  const Nanos attempt = r.connect_timeout + r.io_timeout;
-  const Nanos most = lease_max_kill_after(r.ttl, attempt);
   const bool explicit_kill_after = given(p, Opt::kill_after);
+  const bool explicit_connect = given(p, Opt::connect_timeout), explicit_io = given(p, Opt::io_timeout);
+  if (r.on_lost == OnLost::term) {
+    const Nanos cap = lease_attempt_timeout_cap(r.ttl);
+    if (!explicit_connect) r.renew_connect_timeout = std::min(r.connect_timeout, cap);
+    if (!explicit_io) r.renew_io_timeout = std::min(r.io_timeout, cap);
+  }
+  const Nanos attempt = r.renew_connect() + r.renew_io();
+  const Nanos most = lease_max_kill_after(r.ttl, attempt);
   if (r.on_lost != OnLost::term) {
     // Only the moment of the one warning depends on it: never an error.
     if (!explicit_kill_after && most >= Nanos(0)) r.kill_after = std::min(r.kill_after, most);
     return;
   }
-  if (most < Nanos(0))
-    usage(Msg::usage_ttl_short_for_term, {{"ttl", std::string(typed_name(Opt::ttl))},
-                                          {"value", format_seconds(r.ttl)},
-                                          {"attempt", format_seconds(attempt)}});
-  if (r.kill_after <= most) return;
+  if (most < Nanos(0)) {
+    // The timeouts that were given, and the shortened defaults, by name.
+    const auto part = [&](bool explicit_one, Opt id) {
+      return explicit_one ? std::string(typed_name(id)) : std::string("TTL/36");
+    };
+    usage(Msg::usage_ttl_short_for_term,
+          {{"ttl", std::string(typed_name(Opt::ttl))},
+           {"value", format_seconds(r.ttl)},
+           {"timeouts", part(explicit_connect, Opt::connect_timeout) + " + " + part(explicit_io, Opt::io_timeout)},
+           {"attempt", format_seconds(attempt)}});
+  }
   if (!explicit_kill_after) {
-    r.kill_after = most;
+    // Room for retries when there is some; the most that fits otherwise.
+    const Nanos room = lease_default_kill_after(r.ttl, attempt);
+    r.kill_after = std::min(r.kill_after, room >= Nanos(0) ? room : most);
     return;
   }
+  if (r.kill_after <= most) return;
   usage(Msg::usage_kill_after_fit, {{"option", std::string(typed_name(Opt::kill_after))},
                                     {"value", format_seconds(r.kill_after)},
                                     {"ttl", std::string(typed_name(Opt::ttl))},

@@ -7,6 +7,7 @@
 #include "messages.hpp"
 #include "redis/tls.hpp"
 #include "redis/url.hpp"
+#include "util/backoff.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
 
@@ -35,8 +36,16 @@ struct RedisSettings {
   Nanos step = std::chrono::milliseconds(1);
   double ratio = 2.0;
   Nanos max_step = std::chrono::milliseconds(500);
+  // The waiting back-off, which also paces TRYAGAIN retries (SPEC §13).
+  Backoff backoff() const { return {step, ratio, max_step}; }
   OnLost on_lost = OnLost::warn;
   Nanos kill_after = std::chrono::seconds(10);
+  // The timeouts of a renewal attempt and of the release, once the lock is
+  // held: connect_timeout and io_timeout unless --on-lost term shortened
+  // the defaulted ones to fit the lease into the TTL (SPEC §7, fit_lease).
+  std::optional<Nanos> renew_connect_timeout, renew_io_timeout;
+  Nanos renew_connect() const { return renew_connect_timeout.value_or(connect_timeout); }
+  Nanos renew_io() const { return renew_io_timeout.value_or(io_timeout); }
   TlsFiles tls; // rediss:// only
   // --redis given N > 1 times: N independent masters, each URL with its
   // password (SPEC §13); `url` is the first of them.

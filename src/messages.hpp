@@ -66,7 +66,7 @@ namespace bufferlock {
     "less a renewal period of TTL/3, the drift allowance and two renewal attempts)")                         \
   X(usage_ttl_short_for_term,                                                                                \
     "%{ttl} %{value} is too short for --on-lost term: it must hold a renewal period of TTL/3, the drift "    \
-    "allowance and two renewal attempts of --connect-timeout + --io-timeout (%{attempt})")                   \
+    "allowance and two renewal attempts of %{timeouts} (%{attempt})")                   \
   X(usage_messages_file, "cannot read messages file %{path}: %{error}")                                      \
   X(usage_sign_key_file, "cannot use --sign-key %{path}: %{error}")                                          \
   X(messages_bad_line, "%{path}, line %{line}: expected 'key = text'; line ignored")                         \

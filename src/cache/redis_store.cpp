@@ -66,7 +66,7 @@ std::string RedisStore::where(std::string_view key, const Inputs& inputs) const 
 template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) const {
   if (!client_)
     client_.emplace(settings_.url, settings_.password,
-                    RedisTimeouts{settings_.connect_timeout, settings_.io_timeout});
+                    RedisTimeouts{settings_.connect_timeout, settings_.io_timeout}, settings_.backoff());
   const bool reused = client_->connected();
   for (int attempt = 0;; ++attempt) {
     auto reply = send(*client_);

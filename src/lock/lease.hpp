@@ -11,12 +11,16 @@
 //              one attempt    warning), unless   (K after the                    may end: someone
 //              fits before J  renewal confirmed  SIGTERM)                        else can take it
 //
-// P is the renewal period (TTL/3), A one renewal attempt (connect timeout +
-// io timeout): no retry starts that could still be running at J, so the
-// SIGTERM is on time, and nothing is sent after it. K is --kill-after, the
-// drift allowance 1 % of the TTL + 2 ms (SPEC §13). For the first renewal
-// to have a whole attempt before J, K may be at most TTL - P - drift - 2A
-// (lease_max_kill_after).
+// P is the renewal period (TTL/3), A one renewal attempt (the connect and io
+// timeouts of renewals; with --on-lost term the defaulted ones are at most
+// TTL/36 each: lease_attempt_timeout_cap): no retry starts that could still
+// be running at J, so the SIGTERM is on time, and nothing is sent after it.
+// K is --kill-after, the drift allowance 1 % of the TTL + 2 ms (SPEC §13).
+// For the first renewal to have a whole attempt before J, K may be at most
+// TTL - P - drift - 2A (lease_max_kill_after). A defaulted K leaves the
+// renewals another P + A to retry in (lease_default_kill_after), so that a
+// partition shorter than a renewal period loses nothing: with the shortened
+// timeouts (A = TTL/18), K = TTL/6 - drift.
 #pragma once
 
 #include "util/duration.hpp"
@@ -33,6 +37,17 @@ Nanos lease_renew_period(Nanos ttl);
 // `attempt` each: TTL - TTL/3 - drift - 2 attempts. Negative when not even
 // a kill-after of 0 fits (the TTL is too short for the timeouts).
 Nanos lease_max_kill_after(Nanos ttl, Nanos attempt);
+
+// The longest connect or io timeout of a renewal attempt that --on-lost
+// term shortens a default one to: TTL/36, so that an attempt takes at most
+// TTL/18 and lease_default_kill_after (TTL/6 - drift) is positive for any
+// TTL from 15 ms up.
+Nanos lease_attempt_timeout_cap(Nanos ttl);
+
+// The longest default --kill-after: lease_max_kill_after less another
+// renewal period and attempt, in which a failed renewal is retried (a
+// partition shorter than P is ridden out). Negative when none fits.
+Nanos lease_default_kill_after(Nanos ttl, Nanos attempt);
 
 struct LeaseTimes {
   Nanos ttl;
@@ -59,6 +74,10 @@ public:
   // Whether a retried renewal attempt may start at `now`: it would end
   // before J.
   bool may_attempt(Nanos now) const { return now + t_.attempt <= jeopardy_at(); }
+  // When the last retry is due, however long the back-off's pause: a
+  // quarter of an attempt before the last moment one may start, so that a
+  // tick a little late still starts it.
+  Nanos last_retry_at() const { return jeopardy_at() - t_.attempt - t_.attempt / 4; }
   // The server's TTL has surely run out: the lock is lost.
   Nanos server_expiry() const { return sent_at_ + t_.ttl; }
   // The SIGKILL after a SIGTERM sent at `term_sent_at`: a grace period of

@@ -114,7 +114,8 @@ std::vector<ListedLock> list_quorum_locks(const RedisSettings& settings, std::op
 
 std::vector<ListedLock> list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
   if (settings.quorum.size() > 1) return list_quorum_locks(settings, error);
-  RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout});
+  RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout},
+                     settings.backoff());
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", client.server()}, {"error", e.text}});
     return std::vector<ListedLock>();

@@ -180,8 +180,9 @@ RedisLock::RedisLock(const RedisSettings& settings, std::string_view key, unsign
       key_(redis_lock_key(settings, key)), slots_(std::max(1u, slots)),
       // In the lock key's slot, so that the release script runs on a cluster.
       wake_key_(companion_key(key_, ":wake")), ttl_ms_(std::to_string(round_to_ms(settings.ttl))),
-      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout}),
-      lease_({settings.ttl, settings.connect_timeout + settings.io_timeout, settings.kill_after}) {
+      client_(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout},
+              settings.backoff()),
+      lease_({settings.ttl, settings.renew_connect() + settings.renew_io(), settings.kill_after}) {
   if (settings.quorum.size() > 1)
     quorum_.emplace(settings.quorum, RedisTimeouts{settings.connect_timeout, settings.io_timeout});
   // Every key of the lock in its hash slot, so that one script takes a slot,
@@ -212,7 +213,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
     if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
     const auto& slot = std::get<std::optional<unsigned>>(taken);
     if (!slot) return Outcome::busy();
-    lease_.confirmed(started);
+    held(started);
     slot_ = *slot; // no fence: each server counts its own (SPEC §14)
     return Outcome::acquired();
   }
@@ -222,7 +223,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
   if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
       r->element[1]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0 &&
       r->element[0]->integer < static_cast<long long>(slots_)) {
-    lease_.confirmed(started); // the TTL started no earlier than this
+    held(started);
     slot_ = static_cast<unsigned>(r->element[0]->integer);
     fence_ = static_cast<std::uint64_t>(r->element[1]->integer);
     return Outcome::acquired();
@@ -270,18 +271,27 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
     diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e.text}}));
   };
   return poll_until(
-      wait, on_error, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+      wait, on_error, settings_.backoff(),
       [&] { return try_once(on_attempt_error); }, [this](Nanos d) { pause(d); });
 }
 
-RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms) {
+void RedisLock::held(Nanos sent_at) {
+  lease_.confirmed(sent_at); // the TTL started no earlier than this
+  // Renewals and the release fit in the lease (SPEC §7): with --on-lost
+  // term their timeouts may be shorter than the acquisition's.
+  const RedisTimeouts renewal{settings_.renew_connect(), settings_.renew_io()};
+  client_.set_timeouts(renewal);
+  if (quorum_) quorum_->set_timeouts(renewal);
+}
+
+RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms, Nanos tryagain_until) {
   const RedisScript& script = release ? release_slot_script : renew_slot_script;
   const std::vector<std::string> keys =
       release ? std::vector<std::string>{slot_keys_[slot_], wake_key_, holder_keys_[slot_]}
               : std::vector<std::string>{slot_keys_[slot_], holder_keys_[slot_]};
   if (quorum_) return quorum_->compare(script, keys, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
-    auto reply = client_.eval(script, keys, {token_, ms});
+    auto reply = client_.eval(script, keys, {token_, ms}, tryagain_until);
     if (auto* e = std::get_if<RedisError>(&reply)) return *e;
     const redisReply* r = std::get<RedisReply>(reply).get();
     return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
@@ -299,7 +309,7 @@ RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLo
   RedisResult<bool> last = false;
   const bool say_retrying = wait == infinite_duration;
   poll_until(
-      wait, OnError::retry, Backoff(settings_.step, settings_.ratio, settings_.max_step),
+      wait, OnError::retry, settings_.backoff(),
       [&] {
         last = (this->*op)();
         const auto* e = std::get_if<RedisError>(&last);
@@ -317,13 +327,16 @@ RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLo
   return last;
 }
 
-RedisResult<bool> RedisLock::release_token() { return compare_script(true, wake_ttl_ms); }
+RedisResult<bool> RedisLock::release_token() { return compare_script(true, wake_ttl_ms, Nanos(0)); }
 
-RedisResult<bool> RedisLock::extend_token() { return compare_script(false, ttl_ms_); }
+RedisResult<bool> RedisLock::extend_token() { return compare_script(false, ttl_ms_, Nanos(0)); }
 
 void RedisLock::release() {
   if (lost_) return; // not ours any more: nothing to delete
-  auto released = release_token();
+  // A slot in mid-migration (TRYAGAIN) is waited out for as long as the
+  // lock may still be ours: given up sooner, the lock would keep everyone
+  // else out until its TTL ends; after that, the TTL has freed it anyway.
+  auto released = compare_script(true, wake_ttl_ms, lease_.server_expiry());
   if (auto* e = std::get_if<RedisError>(&released)) {
     diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
   } else if (!std::get<bool>(released)) {
@@ -425,15 +438,20 @@ Nanos RedisLock::renew_failed(pid_t child, const RedisError& e) {
   // restart is found lost as soon as Redis answers again.
   const Nanos now = monotonic_now();
   if (now >= lease_.server_expiry()) return lost(child);
-  if (!renew_error_reported_)
+  // A slot in mid-migration that outlasted the attempt is not an outage:
+  // retried in silence (the lease still acts if it is never confirmed).
+  if (!renew_error_reported_ && !is_tryagain(e.text)) {
     diag::warn(message(Msg::redis_renew_retrying, {{"server", server()}, {"error", e.text}}));
-  renew_error_reported_ = true;
-  if (!renew_retry_) renew_retry_.emplace(settings_.step, settings_.ratio, settings_.max_step);
+    renew_error_reported_ = true;
+  }
+  if (!renew_retry_) renew_retry_.emplace(settings_.backoff());
   const Nanos next = now + std::max(Nanos(1'000'000), jittered(renew_retry_->next(), random_u32()));
-  // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry.
+  // Due at the jeopardy moment (its SIGTERM or warning) and at the expiry;
+  // and, however long the pause, once more at the last moment a retry may
+  // start before the jeopardy (a short TTL's lease has no time to lose).
   const Nanos jeopardy = lease_.jeopardy_at();
   const Nanos limit = now < jeopardy && (settings_.on_lost == OnLost::term || !jeopardy_warned_)
-                          ? jeopardy
+                          ? (now < lease_.last_retry_at() ? lease_.last_retry_at() : jeopardy)
                           : lease_.server_expiry();
   return std::min(next, limit);
 }

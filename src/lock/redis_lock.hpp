@@ -98,7 +98,12 @@ private:
   // timeout) is replaced and the script sent again at once.
   // `release`: compare-and-delete, else compare-and-PEXPIRE (of the slot
   // taken and its holder record; of the key alone on a quorum).
-  RedisResult<bool> compare_script(bool release, std::string_view ms);
+  // TRYAGAIN is retried until `tryagain_until` when that is later than the
+  // io timeout (RedisClient::eval).
+  RedisResult<bool> compare_script(bool release, std::string_view ms, Nanos tryagain_until);
+  // The lock was taken by a request sent at `sent_at`: the lease starts,
+  // and the connections take the timeouts of renewals.
+  void held(Nanos sent_at);
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);

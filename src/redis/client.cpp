@@ -3,8 +3,11 @@
 #include "redis/cluster.hpp"
 #include "redis/sentinel.hpp"
 #include "util/clock.hpp"
+#include "util/random.hpp"
 
 #include <time.h>
+
+#include <algorithm>
 
 namespace bufferlock {
 
@@ -23,8 +26,16 @@ std::string node_name(const std::string& host, int port) { return host + ":" + s
 
 } // namespace
 
-RedisClient::RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts)
-    : url_(std::move(url)), password_(std::move(password)), timeouts_(timeouts) {}
+RedisClient::RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts,
+                         Backoff tryagain)
+    : url_(std::move(url)), password_(std::move(password)), timeouts_(timeouts), tryagain_(tryagain) {}
+
+void RedisClient::set_timeouts(RedisTimeouts timeouts) {
+  timeouts_ = timeouts;
+  if (first_) first_->set_io_timeout(timeouts.io);
+  for (auto& [name, conn] : nodes_)
+    conn.set_io_timeout(timeouts.io);
+}
 
 RedisResult<RedisConnection*> RedisClient::first() {
   if (first_ && !first_->broken()) return &*first_;
@@ -82,13 +93,18 @@ RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
 }
 
 RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vector<std::string_view>& args,
-                                           const std::vector<std::string_view>* fallback, Nanos io_timeout) {
+                                           const std::vector<std::string_view>* fallback, Nanos io_timeout,
+                                           Nanos tryagain_until) {
   // TRYAGAIN (a multi-key script on a slot in mid-migration, often after an
-  // ASK) is retried from the start of the routing, with a short pause,
-  // within the io timeout: once the slot has moved, the old node answers
-  // MOVED and the new one runs the script (SPEC §13: release included).
-  const Nanos tryagain_until = monotonic_now() + (io_timeout.count() > 0 ? io_timeout : timeouts_.io);
-  int retries = 0;
+  // ASK) is retried from the start of the routing, with the waiting
+  // back-off: once the slot has moved, the old node answers MOVED and the
+  // new one runs the script (SPEC §13: release included). By default for
+  // the io timeout counted from the start of the command, so that a
+  // renewal attempt stays within the connect + io timeout that its lease
+  // allows for it (lock/lease.hpp); a caller that may wait longer says until when.
+  const Nanos until =
+      std::max(tryagain_until, monotonic_now() + (io_timeout.count() > 0 ? io_timeout : timeouts_.io));
+  Backoff backoff = tryagain_;
   auto conn = connection_for(key);
   bool asking = false;
   for (int hop = 0;; ++hop) {
@@ -97,9 +113,9 @@ RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vect
     const auto* e = std::get_if<RedisError>(&result);
     if (!e || e->kind != RedisError::Kind::server) return result;
     if (is_tryagain(e->text)) {
-      const Nanos pause = tryagain_pause(retries++);
-      if (monotonic_now() + pause >= tryagain_until) return result;
-      const timespec ts = to_timespec(pause);
+      const Nanos left = until - monotonic_now();
+      if (left.count() <= 0) return result;
+      const timespec ts = to_timespec(std::min(left, jittered(backoff.next(), random_u32())));
       ::nanosleep(&ts, nullptr);
       hop = -1;
       asking = false;
@@ -160,21 +176,21 @@ RedisResult<RedisReply> RedisClient::command_on(const RedisUrl::Address& address
 
 RedisResult<RedisReply> RedisClient::command(std::string_view key, const std::vector<std::string_view>& args,
                                              Nanos io_timeout) {
-  return keyed(key, args, nullptr, io_timeout);
+  return keyed(key, args, nullptr, io_timeout, Nanos(0));
 }
 
 RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::string_view lock_key,
                                             std::string_view wake_key, std::string_view token,
                                             std::string_view ms) {
   const std::vector<std::string_view> eval = eval_args(script, lock_key, wake_key, token, ms);
-  return keyed(lock_key, evalsha_words(eval, script), &eval, Nanos(0));
+  return keyed(lock_key, evalsha_words(eval, script), &eval, Nanos(0), Nanos(0));
 }
 
 RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::vector<std::string>& keys,
-                                          const std::vector<std::string_view>& argv) {
+                                          const std::vector<std::string_view>& argv, Nanos tryagain_until) {
   const std::string nkeys = std::to_string(keys.size());
   const std::vector<std::string_view> eval = eval_words(script, nkeys, keys, argv);
-  return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0));
+  return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0), tryagain_until);
 }
 
 } // namespace bufferlock

@@ -8,6 +8,7 @@
 #include "redis/connection.hpp"
 #include "redis/scripts.hpp"
 #include "redis/url.hpp"
+#include "util/backoff.hpp"
 
 #include <map>
 #include <optional>
@@ -20,7 +21,16 @@ namespace bufferlock {
 
 class RedisClient {
 public:
-  RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts);
+  // A command that meets TRYAGAIN (a slot in mid-migration) is sent again
+  // after the pauses of `tryagain` (the waiting back-off: --step, --ratio,
+  // --max-step), for the io timeout from the start of the command or until
+  // a caller's later deadline (SPEC §13).
+  RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts,
+              Backoff tryagain = Backoff(std::chrono::milliseconds(1), 2.0, std::chrono::milliseconds(500)));
+
+  // The timeouts from now on, also of the connections already open (a held
+  // lock's renewals may have shorter ones than its acquisition).
+  void set_timeouts(RedisTimeouts timeouts);
 
   // Sends `args` to the node that serves `key`; `io_timeout` (when not 0)
   // bounds this command instead of the usual one (BLPOP waits longer).
@@ -33,8 +43,10 @@ public:
 
   // EVALSHA `script` (EVAL when the node does not know it) with these KEYS
   // and ARGV, on the node of keys.front() (all of them share its slot).
+  // TRYAGAIN is retried until `tryagain_until` (monotonic) when that is
+  // later than the io timeout from now.
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
-                               const std::vector<std::string_view>& argv);
+                               const std::vector<std::string_view>& argv, Nanos tryagain_until = Nanos(0));
 
   // The masters of a Redis Cluster (CLUSTER SLOTS), or none when the server
   // is not a cluster: commands without a key (SCAN) must ask each of them.
@@ -59,11 +71,13 @@ private:
   RedisResult<RedisReply> send(RedisConnection& conn, bool asking, const std::vector<std::string_view>& args,
                                const std::vector<std::string_view>* fallback, Nanos io_timeout);
   RedisResult<RedisReply> keyed(std::string_view key, const std::vector<std::string_view>& args,
-                                const std::vector<std::string_view>* fallback, Nanos io_timeout);
+                                const std::vector<std::string_view>* fallback, Nanos io_timeout,
+                                Nanos tryagain_until);
 
   RedisUrl url_;
   std::optional<std::string> password_;
   RedisTimeouts timeouts_;
+  Backoff tryagain_; // the first pause and its growth: each command starts from it
   std::optional<RedisConnection> first_;
   std::map<std::string, RedisConnection> nodes_;   // other cluster nodes, by HOST:PORT
   std::unordered_map<int, std::string> slot_node_; // learnt from MOVED

@@ -90,10 +90,4 @@ std::optional<Redirect> parse_redirect(std::string_view text) {
 
 bool is_tryagain(std::string_view text) { return text == "TRYAGAIN" || text.starts_with("TRYAGAIN "); }
 
-Nanos tryagain_pause(int retry) {
-  constexpr Nanos first = std::chrono::milliseconds(1);
-  constexpr Nanos most = std::chrono::milliseconds(50);
-  return retry >= 6 ? most : std::min(most, first * (1 << retry));
-}
-
 } // namespace bufferlock

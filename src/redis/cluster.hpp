@@ -2,7 +2,6 @@
 // the companion keys that must share it, and the MOVED / ASK redirections.
 #pragma once
 
-#include "util/duration.hpp"
 
 #include <optional>
 #include <string>
@@ -34,11 +33,8 @@ std::optional<Redirect> parse_redirect(std::string_view error_text);
 
 // "TRYAGAIN ...": a multi-key command met a slot in mid-migration, with some
 // of its keys on each side. It succeeds once the migration of that slot is
-// over, usually within milliseconds (SPEC §13).
+// over: within milliseconds for a slot of few keys, a second or more for one
+// whose many keys MIGRATE moves in batches (SPEC §13).
 bool is_tryagain(std::string_view error_text);
-
-// The pause before the retry number `retry` (0, 1, ...) of a TRYAGAIN: 1 ms,
-// doubling, at most 50 ms; short, since a slot's last keys move quickly.
-Nanos tryagain_pause(int retry);
 
 } // namespace bufferlock

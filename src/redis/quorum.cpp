@@ -61,6 +61,12 @@ QuorumClient::QuorumClient(std::vector<RedisUrl> urls, RedisTimeouts timeouts) :
     members_.push_back({std::move(u), std::nullopt});
 }
 
+void QuorumClient::set_timeouts(RedisTimeouts timeouts) {
+  timeouts_ = timeouts;
+  for (auto& m : members_)
+    if (m.conn) m.conn->set_io_timeout(timeouts.io);
+}
+
 std::string QuorumClient::server() const {
   std::string s = std::to_string(members_.size()) + " servers:";
   for (const auto& m : members_)

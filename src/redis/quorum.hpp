@@ -69,6 +69,8 @@ public:
   // the names found on any that answered, or the error when too few did.
   RedisResult<std::vector<std::string>> scan(const std::vector<std::string>& patterns);
   std::size_t size() const { return members_.size(); }
+  // The timeouts from now on, also of the connections already open.
+  void set_timeouts(RedisTimeouts timeouts);
   // BLPOP on the first server that is connected; false when none is.
   bool wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout);
 

@@ -275,7 +275,7 @@ release_held() {
     assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
 }
 
-@test "cluster: a release during a slot migration (ASK, then TRYAGAIN) releases, and wakes the waiter" {
+@test "cluster: a release during a slot migration (ASK, then TRYAGAIN) releases, and wakes the waiter (default timeouts)" {
     local k rk slot src_id dst_id n holder waiter t0 ms
     k=$(cluster_key_on C1)
     rk=$(redis_key "$k")
@@ -284,9 +284,9 @@ release_held() {
     for n in C1 C2 C3; do
         echo "$n CLUSTER SETSLOT $slot NODE $dst_id"
     done >"$T/settle"
-    # A holder (io timeout 5 s: the window for TRYAGAIN retries) that ends
-    # when told to, and a waiter that gives up before the 30 s TTL.
-    BG_OUT=$T/holder.out BG_ERR=$T/holder.err bl_bg -r "$C1_URL" --ttl 30 --io-timeout 5 "$k" \
+    # A holder with the default timeouts that ends when told to, and a
+    # waiter that gives up before the 30 s TTL.
+    BG_OUT=$T/holder.out BG_ERR=$T/holder.err bl_bg -r "$C1_URL" --ttl 30 "$k" \
         sh -c 'echo x > "$0.started"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$T/h"
     holder=$BG_PID
     wait_for_file "$T/h.started" 10 || fail "the holder did not start: $(cat "$T/holder.err")"
@@ -300,7 +300,9 @@ release_held() {
     assert_equal "$(rcli_to C1 MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "$rk" "{$rk}:holder" "{$rk}:fence")" OK
     t0=$(now_us)
     touch "$T/h.go"
-    sleep 1
+    # longer than the io timeout (1 s): the release at the end of a run
+    # retries for as long as the lock may still be ours
+    sleep 1.5
     pid_alive "$holder" || fail "the holder did not retry its release: $(cat "$T/holder.err")"
     # Redis' resharding order: the destination first.
     for n in C2 C1 C3; do
@@ -318,6 +320,134 @@ release_held() {
     # woken by the release, not by the TTL (30 s) or the waiter's deadline
     ((ms < 8000)) || fail "the waiter got the lock only after $ms ms"
     assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
+}
+
+# split_slot KEY MODE: KEY's lock (taken on C1) gets its slot opened from C1
+# to C2 with the lock key moved and its holder record not, so that its
+# scripts meet TRYAGAIN: MODE "node" keeps the record on C1, which answers
+# TRYAGAIN itself; "ask" deletes it first, so C1 holds none of the keys and
+# answers ASK, and C2, the importing node, answers TRYAGAIN. Sets SLOT and RK;
+# $T/settle gets what closes the slot.
+split_slot() {
+    RK=$(redis_key "$1")
+    SLOT=$(slot_of "$RK")
+    local n
+    for n in C1 C2 C3; do
+        echo "$n CLUSTER SETSLOT $SLOT NODE $(node_id C2)"
+    done >>"$T/settle"
+    [[ $2 == node ]] || rcli_to C1 DEL "{$RK}:holder" >/dev/null
+    rcli_to C2 CLUSTER SETSLOT "$SLOT" IMPORTING "$(node_id C1)" >/dev/null
+    rcli_to C1 CLUSTER SETSLOT "$SLOT" MIGRATING "$(node_id C2)" >/dev/null
+    assert_equal "$(rcli_to C1 MIGRATE 127.0.0.1 "$C2_PORT" "$RK" 0 5000)" OK
+    if [[ $2 == node ]]; then
+        [[ $(rcli_to C1 EXISTS "$RK" "{$RK}:holder") == TRYAGAIN* ]] || fail "C1 does not answer TRYAGAIN"
+    else
+        [[ $(rcli_to C1 EXISTS "$RK" "{$RK}:holder") == "ASK $SLOT "* ]] || fail "C1 does not answer ASK"
+    fi
+}
+
+# close_slot: the migration ends as Redis' resharding ends it: the keys
+# left on C1 move, then the slot is given to C2, the destination first.
+close_slot() {
+    local n keys
+    mapfile -t keys < <(rcli_to C1 CLUSTER GETKEYSINSLOT "$SLOT" 100)
+    if ((${#keys[@]} > 0)); then
+        assert_equal "$(rcli_to C1 MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "${keys[@]}")" OK
+    fi
+    for n in C2 C1 C3; do
+        rcli_to "$n" CLUSTER SETSLOT "$SLOT" NODE "$(node_id C2)" >/dev/null
+    done
+}
+
+# held_split MODE: a lock taken through C1 (KEY in HK, its token in TOKEN),
+# its slot then split as split_slot MODE does.
+held_split() {
+    HK=$(cluster_key_on C1)
+    run --separate-stderr bl acquire -r "$C1_URL" --ttl 30 "$HK"
+    assert_success
+    TOKEN=$output
+    split_slot "$HK" "$1"
+}
+
+# ride_out PID...: the commands PID... are still retrying a while into the
+# split (not failed), and end once close_slot ends it.
+ride_out() {
+    local pid
+    sleep 0.4
+    for pid in "$@"; do
+        pid_alive "$pid" || fail "gave up during the migration: $(cat "$T"/*.err)"
+    done
+    close_slot
+    for pid in "$@"; do
+        wait_for_exit "$pid" 10 || fail "still running after the migration"
+    done
+}
+
+@test "cluster: status, list and extend ride out TRYAGAIN, on the serving node and through ASK (default timeouts)" {
+    local mode pids
+    for mode in node ask; do
+        held_split "$mode"
+        BG_OUT=$T/status.out BG_ERR=$T/status.err bl_bg status -r "$C1_URL" "$HK"
+        pids=("$BG_PID")
+        BG_OUT=$T/list.out BG_ERR=$T/list.err bl_bg list -r "$C3_URL"
+        pids+=("$BG_PID")
+        BG_OUT=$T/extend.out BG_ERR=$T/extend.err bl_bg extend -r "$C3_URL" --ttl 50 "$HK" "$TOKEN"
+        pids+=("$BG_PID")
+        ride_out "${pids[@]}"
+        reap "${pids[0]}"
+        assert_equal "$REAPED_STATUS" 75
+        [[ $(cat "$T/status.out") == "held ttl="* ]] || fail "$mode: status: $(cat "$T/status.out")"
+        reap "${pids[1]}"
+        assert_equal "$REAPED_STATUS" 0
+        # (named by its digest when its holder record is gone: mode ask)
+        grep -Eq "^($HK|md5:$(printf %s "$HK" | md5sum | cut -c1-32)) ttl=" "$T/list.out" ||
+            fail "$mode: list: $(cat "$T/list.out")"
+        reap "${pids[2]}"
+        assert_equal "$REAPED_STATUS" 0
+        assert_equal "$(cat "$T/status.err" "$T/list.err" "$T/extend.err")" ""
+        (($(rcli_to C2 PTTL "$RK") > 40000)) || fail "$mode: not extended"
+        rcli_to C2 DEL "$RK" >/dev/null
+    done
+}
+
+@test "cluster: release KEY TOKEN rides out TRYAGAIN, on the serving node and through ASK (default timeouts)" {
+    local mode
+    for mode in node ask; do
+        held_split "$mode"
+        bl_bg release -r "$C1_URL" "$HK" "$TOKEN"
+        ride_out "$BG_PID"
+        reap "$BG_PID"
+        assert_equal "$REAPED_STATUS" 0
+        assert_equal "$(cat "$T/bg.err")" ""
+        assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
+    done
+}
+
+@test "cluster: renewal rides out TRYAGAIN longer than its io timeout, without a warning" {
+    local k start
+    k=$(cluster_key_on C1)
+    # Renewals every second with an io timeout of 0.2 s and attempts of
+    # 1.2 s: the slot is split from the start to 1.6 s, so the renewal at
+    # 1 s meets TRYAGAIN for 0.6 s, more than its io timeout, and is
+    # retried (in silence) until one gets through, before its lease's
+    # jeopardy at 2.2 s.
+    bl_bg -r "$C1_URL" --ttl 3 --connect-timeout 1 --io-timeout 0.2 --max-step 0.1 "$k" \
+        sh -c "date +%s%N > \"\$0.started\"; $GATE_WAIT; echo done" "$T/gate"
+    wait_for_file "$T/gate.started" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    start=$(cat "$T/gate.started")
+    split_slot "$k" node
+    while (($(date +%s%N) - start < 1600000000)); do sleep 0.01; done
+    close_slot
+    # a TTL after the last renewal before the split: renewed on C2 since
+    while (($(date +%s%N) - start < 3500000000)); do sleep 0.05; done
+    (($(rcli_to C2 PTTL "$RK") > 0)) || fail "the lock was not renewed after the migration: $(cat "$T/bg.err")"
+    : >"$T/gate"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.out")" "done"
+    assert_equal "$(cat "$T/bg.err")" ""
+    assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
 }
 
 @test "cluster: nodes that redirect in a loop give the error status, not a hang" {

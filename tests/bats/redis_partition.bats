@@ -73,53 +73,86 @@ watch_death() {
 
 ms_between() { echo $((($2 - $1) / 1000000)); }
 
-@test "partition: a cut-off holder gets SIGTERM and SIGKILL before the server's expiry (the lease)" {
-    ns_redis_as R 6379
-    local rk
+# healed_partition DOWN_MS UP_MS SECONDS ARGS...: a holder run with ARGS
+# whose command lasts SECONDS, the link down from DOWN_MS to UP_MS after the
+# command's start: the renewal it met is retried until one gets through, and
+# nothing is lost (the lock still ours at the end, then released).
+healed_partition() {
+    local down=$1 up=$2 seconds=$3 rk start
+    shift 3
     rk=$(redis_key "$K")
-    # TTL 3, renewals every 1 s, attempts of 0.4 s, --kill-after 1. The
-    # command ignores SIGTERM (noting when it came), so only SIGKILL ends it.
-    ns_bg -r "$R_TCP_URL" --ttl 3 --on-lost term --kill-after 1 --connect-timeout 0.2 --io-timeout 0.2 "$K" \
+    ns_bg -r "$R_TCP_URL" "$@" "$K" sh -c 'date +%s%N > "$0.start"; sleep "$2"
+        redis-cli -s "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.holder"; echo "$BUFFERLOCK_TOKEN" > "$0.token"' \
+        "$T/c" "$R_SOCK" "$seconds"
+    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    start=$(cat "$T/c.start")
+    while (($(date +%s%N) - start < down * 1000000)); do sleep 0.005; done
+    link down
+    while (($(date +%s%N) - start < up * 1000000)); do sleep 0.005; done
+    link up
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/c.holder")" "$(cat "$T/c.token")"
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err != *lost* && $err != *SIGTERM* ]] || fail "stderr: $err"
+    [[ $err == *"retrying while the lock may still be ours"* ]] || fail "the partition was not noticed: $err"
+    assert_equal "$(rcli_to R EXISTS "$rk")" 0
+}
+
+# cut_off_holder DOWN_MS GRACE_MS ARGS...: a holder run with ARGS whose
+# command ignores SIGTERM (noting when it came) is cut off DOWN_MS after the
+# command's start: SIGTERM after the partition, SIGKILL GRACE_MS (its
+# --kill-after) after the SIGTERM, both before the server's own expiry;
+# bufferlock ends 137.
+cut_off_holder() {
+    local down_ms=$1 grace_ms=$2 rk start down pttl now expiry term dead grace err
+    shift 2
+    rk=$(redis_key "$K")
+    ns_bg -r "$R_TCP_URL" "$@" "$K" \
         sh -c 'trap "date +%s%N > \"\$0.term\"" TERM; echo $$ > "$0.pid"; date +%s%N > "$0.start"
                while :; do sleep 0.01; done' "$T/c"
     wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
     watch_death "$(cat "$T/c.pid")" "$T/c.dead"
-    # Down at 1.3 s after the start: the renewal at about 1.0 s went through.
-    local start down
     start=$(cat "$T/c.start")
-    while (($(date +%s%N) - start < 1300000000)); do sleep 0.01; done
+    while (($(date +%s%N) - start < down_ms * 1000000)); do sleep 0.01; done
     link down
     down=$(date +%s%N)
-    wait_for_file "$T/c.dead" 10 || fail "the command was not killed: $(cat "$T/bg.err")"
-    # The server's own view, read through its unix socket at once: the key
-    # is still there, and expires PTTL ms from now.
-    local pttl now expiry term dead
+    # The server's own view, through its unix socket: nothing reaches it any
+    # more, so its expiry is fixed from now on.
     pttl=$(rcli_to R PTTL "$rk")
     now=$(date +%s%N)
     ((pttl > 0)) || fail "the key was gone already (PTTL $pttl)"
     expiry=$((now + pttl * 1000000))
+    wait_for_file "$T/c.dead" 10 || fail "the command was not killed: $(cat "$T/bg.err")"
     term=$(cat "$T/c.term")
     dead=$(cat "$T/c.dead")
     echo "# timeline from the command's start: link down $(ms_between "$start" "$down") ms," \
         "SIGTERM $(ms_between "$start" "$term") ms, SIGKILL $(ms_between "$start" "$dead") ms," \
         "server expiry $(ms_between "$start" "$expiry") ms" >&3
-    # SIGTERM at about 2.57 s, SIGKILL 1 s later: a grace of --kill-after
-    # measured from the SIGTERM, and both before the server could give the
-    # lock to anyone else.
     ((term > down)) || fail "SIGTERM before the partition"
-    local grace
+    # a grace of --kill-after measured from the SIGTERM
     grace=$(ms_between "$term" "$dead")
-    ((grace >= 950 && grace < 1400)) || fail "SIGKILL $grace ms after SIGTERM, expected --kill-after (1 s)"
+    ((grace >= grace_ms - 50 && grace < grace_ms + $(slack_ms 400))) ||
+        fail "SIGKILL $grace ms after SIGTERM, expected --kill-after ($grace_ms ms)"
     ((dead < expiry)) || fail "SIGKILL $(ms_between "$expiry" "$dead") ms after the server's expiry"
     link up
     wait_for_exit "$BG_PID" 10 || fail "bufferlock did not exit"
     reap "$BG_PID"
     assert_equal "$REAPED_STATUS" 137
-    local err
     err=$(cat "$T/bg.err")
     [[ $err == *"in time: it may be lost; sending the command SIGTERM"* ]] || fail "stderr: $err"
     [[ $err == *"SIGKILL"* ]] || fail "stderr: $err"
     ! grep -qv '^bufferlock: ' <<<"$err" || fail "stray stderr lines: $err"
+}
+
+@test "partition: a cut-off holder gets SIGTERM and SIGKILL before the server's expiry (the lease)" {
+    ns_redis_as R 6379
+    # TTL 3, renewals every 1 s, attempts of 0.4 s, --kill-after 1; down at
+    # 1.3 s after the start (the renewal at about 1.0 s went through):
+    # SIGTERM at about 2.57 s, SIGKILL 1 s later.
+    cut_off_holder 1300 1000 --ttl 3 --on-lost term --kill-after 1 --connect-timeout 0.2 --io-timeout 0.2
 }
 
 @test "partition: a waiter cut off from Redis gives up within its timeouts, with the error status" {
@@ -153,30 +186,11 @@ ms_between() { echo $((($2 - $1) / 1000000)); }
 
 @test "partition: a partition healed within the lease loses nothing" {
     ns_redis_as R 6379
-    local rk
-    rk=$(redis_key "$K")
     # TTL 3, --kill-after 0.5: SIGTERM would come 2.07 s after the last
     # renewal. The link is down from 0.8 s to 1.5 s: the renewal at 1.0 s
     # times out and is retried until one gets through.
-    ns_bg -r "$R_TCP_URL" --ttl 3 --on-lost term --kill-after 0.5 --connect-timeout 0.2 --io-timeout 0.2 \
-        --max-step 0.1 "$K" sh -c 'date +%s%N > "$0.start"; sleep 4; redis-cli -s "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.holder"
-               echo "$BUFFERLOCK_TOKEN" > "$0.token"' "$T/c" "$R_SOCK"
-    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
-    local start
-    start=$(cat "$T/c.start")
-    while (($(date +%s%N) - start < 800000000)); do sleep 0.01; done
-    link down
-    while (($(date +%s%N) - start < 1500000000)); do sleep 0.01; done
-    link up
-    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not finish"
-    reap "$BG_PID"
-    assert_equal "$REAPED_STATUS" 0
-    assert_equal "$(cat "$T/c.holder")" "$(cat "$T/c.token")"
-    local err
-    err=$(cat "$T/bg.err")
-    [[ $err != *lost* ]] || fail "stderr: $err"
-    [[ $err == *"retrying while the lock may still be ours"* ]] || fail "the partition was not noticed: $err"
-    assert_equal "$(rcli_to R EXISTS "$rk")" 0
+    healed_partition 800 1500 4 --ttl 3 --on-lost term --kill-after 0.5 --connect-timeout 0.2 --io-timeout 0.2 \
+        --max-step 0.1
 }
 
 @test "partition: a quorum with one master partitioned keeps the lock" {
@@ -209,4 +223,20 @@ ms_between() { echo $((($2 - $1) / 1000000)); }
     assert_equal "$(rcli_to Q1 EXISTS "$rk")" 0
     assert_equal "$(rcli_to Q2 EXISTS "$rk")" 0
     link up
+}
+
+# --- --ttl 1 --on-lost term with the default timeouts (issue #32): renewal
+# attempts of TTL/18 (two timeouts of 1/36 s), --kill-after 1/6 - 0.012 s.
+
+@test "partition: --ttl 1 --on-lost term with the defaults: SIGTERM and SIGKILL before the server's expiry" {
+    ns_redis_as R 6379
+    # renewals every 1/3 s, attempts of 1/18 s, --kill-after 1/6 - 0.012 s
+    cut_off_holder 1200 155 --ttl 1 --on-lost term
+}
+
+@test "partition: --ttl 1 --on-lost term with the defaults: a partition shorter than a renewal interval kills nothing" {
+    ns_redis_as R 6379
+    # down from 0.25 s to 0.45 s (0.2 s, a renewal period is 1/3 s): the
+    # renewal due at 1/3 s fails and is retried until one gets through
+    healed_partition 250 450 2 --ttl 1 --on-lost term
 }

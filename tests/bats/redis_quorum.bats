@@ -169,6 +169,27 @@ bl_timed_paused() {
     grep -Eq "lost the lock|may be lost" "$T/bg.err" || fail "$(cat "$T/bg.err")"
 }
 
+@test "quorum: --ttl 1 --on-lost term with the default timeouts: renewal that keeps no majority stops the command" {
+    private_trio
+    local t0 ms
+    bl_bg "${P3Q[@]}" --ttl 1 --on-lost term "$K" sh -c 'echo started > "$0"; sleep 30' "$T/started"
+    local pid=$BG_PID
+    wait_for_file "$T/started" 5 || fail "the command did not start: $(cat "$T/bg.err")"
+    # renewed meanwhile: more than a TTL later it still runs
+    sleep 1.3
+    pid_alive "$pid" || fail "stopped while a majority was up: $(cat "$T/bg.err")"
+    t0=$(now_us)
+    kill_redis P2
+    kill_redis P3
+    wait_for_exit "$pid" 5 || fail "the command was not stopped: $(cat "$T/bg.err")"
+    ms=$(elapsed_ms "$t0")
+    reap "$pid"
+    assert_equal "$REAPED_STATUS" 143
+    grep -Eq "lost the lock|may be lost" "$T/bg.err" || fail "$(cat "$T/bg.err")"
+    # within the lease: a TTL, give or take the slack of a loaded machine
+    ((ms < $(slack_ms 1500))) || fail "stopped only after $ms ms"
+}
+
 @test "quorum: 4 workers x 25 locked increments across 3 servers give the exact count" {
     echo 0 >"$T/counter"
     local w pids=()

@@ -14,6 +14,21 @@ teardown() { redis_teardown; }
 SLEEPER='echo "$BUFFERLOCK_TOKEN" > "$0.token.tmp"; mv "$0.token.tmp" "$0.token"
 echo $$ > "$0.pid.tmp"; mv "$0.pid.tmp" "$0.pid"
 i=0; while [ $i -lt "$1" ]; do sleep 0.1; i=$((i+1)); done'
+# The same in steps of 0.02 s ($1 fiftieths): a trap runs within the short
+# --kill-after of a short TTL.
+QUICK_SLEEPER=${SLEEPER//sleep 0.1/sleep 0.02}
+
+# stopped_after_loss T0 STATUS: bufferlock ($BG_PID) ends with STATUS once
+# its lock is lost, its command ($T/c) having seen the SIGTERM and not
+# finished; MS is the time since T0 (now_us).
+stopped_after_loss() {
+    wait_for_exit "$BG_PID" 15 || fail "bufferlock did not exit after the lock was lost"
+    MS=$(elapsed_ms "$1")
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" "$2"
+    assert_file_exists "$T/c.term"
+    assert_file_not_exists "$T/c.done"
+}
 
 # count_matches TEXT SUBSTRING: how many lines of TEXT contain SUBSTRING.
 count_matches() {
@@ -213,28 +228,84 @@ count_matches() {
 # --- the holder's lease (SPEC §7) ---------------------------------------------
 
 @test "lease: an explicit --kill-after that does not fit the TTL is a usage error naming both" {
-    # 20 - 20/3 - 0.202 - 2 x 2 = 9.131
-    run --separate-stderr bl -r "$REDIS_URL" --ttl 20 --on-lost term --kill-after 10 "$K" touch "$T/ran"
-    assert_usage_error "--kill-after 10.000" "--ttl 20.000" "at most 9.131"
-    BUFFERLOCK_KILL_AFTER=10 BUFFERLOCK_TTL=20 run --separate-stderr bl -r "$REDIS_URL" --on-lost term "$K" touch "$T/ran"
-    assert_usage_error "BUFFERLOCK_KILL_AFTER 10.000" "BUFFERLOCK_TTL 20.000"
-    # a TTL that cannot hold a renewal period and two attempts, whatever --kill-after
-    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --on-lost term "$K" touch "$T/ran"
-    assert_usage_error "--ttl 0.600 is too short for --on-lost term" "(2.000)"
+    # 20 - 20/3 - 0.202 - 2 x 20/18 = 10.909 (renewal attempts of at most TTL/18)
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 20 --on-lost term --kill-after 11 "$K" touch "$T/ran"
+    assert_usage_error "--kill-after 11.000" "--ttl 20.000" "at most 10.909"
+    BUFFERLOCK_KILL_AFTER=11 BUFFERLOCK_TTL=20 run --separate-stderr bl -r "$REDIS_URL" --on-lost term "$K" touch "$T/ran"
+    assert_usage_error "BUFFERLOCK_KILL_AFTER 11.000" "BUFFERLOCK_TTL 20.000"
+    # a given timeout that leaves no room for a renewal period and two
+    # attempts, whatever --kill-after (the defaulted one is shortened to TTL/36)
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --io-timeout 1 --on-lost term "$K" touch "$T/ran"
+    assert_usage_error "--ttl 0.600 is too short for --on-lost term" "attempts of TTL/36 + --io-timeout (1.017)"
+    BUFFERLOCK_CONNECT_TIMEOUT=0.5 BUFFERLOCK_IO_TIMEOUT=0.5 run --separate-stderr \
+        bl -r "$REDIS_URL" --ttl 0.6 --on-lost term "$K" touch "$T/ran"
+    assert_usage_error "--ttl 0.600 is too short" "attempts of BUFFERLOCK_CONNECT_TIMEOUT + BUFFERLOCK_IO_TIMEOUT (1.000)"
     assert_file_not_exists "$T/ran"
     # without --on-lost term the same values are fine
-    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --kill-after 5 "$K" touch "$T/ran"
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 0.6 --io-timeout 1 --kill-after 5 "$K" touch "$T/ran"
     assert_success
     assert_file_exists "$T/ran"
 }
 
 @test "lease: --ttl 10 --on-lost term just works (the default --kill-after is shortened)" {
+    # renewal attempts of 10/18 s: a default of 10/3 - 0.102 - 3 x 10/18 =
+    # 1.565 (retries have a renewal period and an attempt more); given, at
+    # most 10 - 10/3 - 0.102 - 2 x 10/18 = 5.454
     run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term "$K" sh -c 'echo "$BUFFERLOCK_BACKEND"'
     assert_success
     assert_output redis
     assert_stderr_empty
-    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 2.5 "$K" true
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 5.4 "$K" true
     assert_success
-    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 2.6 "$K" true
-    assert_usage_error "--kill-after 2.600" "--ttl 10.000" "at most 2.565"
+    run --separate-stderr bl -r "$REDIS_URL" --ttl 10 --on-lost term --kill-after 5.5 "$K" true
+    assert_usage_error "--kill-after 5.500" "--ttl 10.000" "at most 5.454"
+}
+
+@test "lease: --ttl 0.5, 1, 3 and 6 with --on-lost term run the command with the default timeouts" {
+    local ttl
+    for ttl in 0.5 1 3 6; do
+        run --separate-stderr bl -r "$REDIS_URL" --ttl "$ttl" --on-lost term "$K" sh -c 'sleep 0.3; echo ran'
+        assert_success
+        assert_output ran
+        assert_stderr_empty
+    done
+    assert_equal "$(rcli EXISTS "$(redis_key "$K")")" 0
+}
+
+@test "lease: --ttl 1 --on-lost term with the defaults: a lock deleted under the command gets SIGTERM within 5 s" {
+    local rk t0
+    rk=$(redis_key "$K")
+    # (short sleeps: the trap must run within the default --kill-after,
+    # 1/6 - 0.012 = 0.155 s)
+    bl_bg -r "$REDIS_URL" --ttl 1 --on-lost term "$K" sh -c \
+        "trap 'echo term > \"\$0.term\"; exit 7' TERM; $QUICK_SLEEPER; echo finished > \"\$0.done\"" "$T/c" 1500
+    wait_for_file "$T/c.token" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    # renewed meanwhile: more than a TTL later it still holds the lock
+    sleep 1.5
+    assert_equal "$(rcli GET "$rk")" "$(cat "$T/c.token")"
+    t0=$(now_us)
+    rcli DEL "$rk" >/dev/null
+    stopped_after_loss "$t0" 7
+    ((MS < 5000)) || fail "the command was stopped only after $MS ms"
+    assert_equal "$(count_matches "$(cat "$T/bg.err")" "lost the lock")" 1
+}
+
+@test "lease: a command that ignores SIGTERM ends 137 (--ttl 1 with the defaults, --ttl 6 --kill-after 1)" {
+    local rk args t0
+    rk=$(redis_key "$K")
+    for args in "--ttl 1" "--ttl 6 --kill-after 1"; do
+        rm -f "$T"/c.*
+        # shellcheck disable=SC2086 # the words of $args
+        bl_bg -r "$REDIS_URL" $args --on-lost term "$K" sh -c \
+            "trap 'echo term >> \"\$0.term\"' TERM; $QUICK_SLEEPER; echo finished > \"\$0.done\"" "$T/c" 1500
+        wait_for_file "$T/c.pid" 10 || fail "$args: the command did not start: $(cat "$T/bg.err")"
+        track_pid "$(cat "$T/c.pid")"
+        t0=$(now_us)
+        rcli DEL "$rk" >/dev/null
+        stopped_after_loss "$t0" 137
+        # found lost at the next renewal (TTL/3), then the grace (--ttl 6: 1 s)
+        [[ $args != *"kill-after 1" ]] || ((MS >= 900)) || fail "$args: SIGKILL after $MS ms, before --kill-after"
+        ((MS < $(slack_ms 5000))) || fail "$args: SIGKILL came after $MS ms"
+        wait_for_exit "$(cat "$T/c.pid")" 3 || fail "$args: the command is still alive"
+    done
 }

@@ -502,25 +502,76 @@ TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
             "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file, redis or an http:// or https:// URL");
 }
 
-// --on-lost term fits --kill-after into the lease (SPEC §7, lock/lease.hpp).
+// --on-lost term fits the renewal attempts and --kill-after into the lease
+// (SPEC §7, lock/lease.hpp).
 TEST(CliLease, DefaultKillAfterIsShortenedToWhatFits) {
   const Options o = parse({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "k", "true"});
-  EXPECT_EQ(o.redis.kill_after.count(), 2'564'666'667); // 10 - 10/3 - 0.102 - 2 x 2
+  // room for retries: 10/3 - 0.102 - 3 attempts of 10/18 = 10/6 - 0.102
+  EXPECT_EQ(o.redis.kill_after.count(), 1'564'666'672);
   // fits already: kept
   EXPECT_EQ(parse({"-r", "redis://h", "--on-lost", "term", "k", "true"}).redis.kill_after, 10s);
-  // without term only the warning's moment uses it
+  // without term only the warning's moment uses it, with the timeouts as they are
   EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "10", "k", "true"}).redis.kill_after.count(), 2'564'666'667);
 }
 
-TEST(CliLease, AnExplicitKillAfterThatDoesNotFitIsAUsageError) {
+TEST(CliLease, DefaultRenewalTimeoutsAreShortenedToFitAnyTtl) {
+  // each at most TTL/36: an attempt of at most TTL/18
+  const Options o = parse({"-r", "redis://h", "--ttl", "9", "--on-lost", "term", "k", "true"});
+  EXPECT_EQ(o.redis.renew_connect(), 250ms);
+  EXPECT_EQ(o.redis.renew_io(), 250ms);
+  // the first acquisition keeps its own
+  EXPECT_EQ(o.redis.connect_timeout, 1s);
+  EXPECT_EQ(o.redis.io_timeout, 1s);
+  for (const char* ttl : {"0.5", "1", "3", "6", "0.01", "0.005"})
+    EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", ttl, "--on-lost", "term", "k", "true"}), "(no error)")
+        << ttl;
+  // 0.5/6 - 0.007: a renewal period and an attempt left to retry in
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "0.5", "--on-lost", "term", "k", "true"}).redis.kill_after.count(),
+            76'333'340);
+  // no room for retries in 5 ms: the most that fits
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "0.005", "--on-lost", "term", "k", "true"}).redis.kill_after.count(),
+            727'782);
+  // long TTLs keep the defaults; so does a run without --on-lost term
+  const Options big = parse({"-r", "redis://h", "--ttl", "60", "--on-lost", "term", "k", "true"});
+  EXPECT_EQ(big.redis.renew_connect() + big.redis.renew_io(), 2s);
+  const Options warn = parse({"-r", "redis://h", "--ttl", "1", "k", "true"});
+  EXPECT_EQ(warn.redis.renew_connect() + warn.redis.renew_io(), 2s);
+  // a given one stays, the other is shortened
+  const Options one = parse({"-r", "redis://h", "--ttl", "9", "--io-timeout", "0.2", "--on-lost", "term", "k", "true"});
+  EXPECT_EQ(one.redis.renew_io(), 200ms);
+  EXPECT_EQ(one.redis.renew_connect(), 250ms);
+  // below about 4 ms not even attempts of TTL/18 fit
+  const std::string tiny = usage_error({"-r", "redis://h", "--ttl", "0.003", "--on-lost", "term", "k", "true"});
+  EXPECT_NE(tiny.find("--ttl 0.003 is too short for --on-lost term"), std::string::npos) << tiny;
+  EXPECT_NE(tiny.find("attempts of TTL/36 + TTL/36"), std::string::npos) << tiny;
+}
+
+TEST(CliLease, AnExplicitValueThatDoesNotFitIsAUsageError) {
   const std::string e =
-      usage_error({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "--kill-after", "3", "k", "true"});
-  EXPECT_NE(e.find("--kill-after 3.000"), std::string::npos) << e;
+      usage_error({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "--kill-after", "5.5", "k", "true"});
+  EXPECT_NE(e.find("--kill-after 5.500"), std::string::npos) << e;
   EXPECT_NE(e.find("--ttl 10.000"), std::string::npos) << e;
-  EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "10", "--kill-after", "3", "k", "true"}), "(no error)");
-  const std::string short_ttl =
-      usage_error({"-r", "redis://h", "--ttl", "1", "--on-lost", "term", "k", "true"});
-  EXPECT_NE(short_ttl.find("too short for --on-lost term"), std::string::npos) << short_ttl;
+  EXPECT_NE(e.find("at most 5.454"), std::string::npos) << e; // 10 - 10/3 - 0.102 - 2 x 10/18
+  // a given one may use the retries' room
+  EXPECT_EQ(parse({"-r", "redis://h", "--ttl", "10", "--on-lost", "term", "--kill-after", "5.4", "k", "true"})
+                .redis.kill_after,
+            5400ms);
+  EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "10", "--kill-after", "5.5", "k", "true"}), "(no error)");
+  EXPECT_NE(usage_error({"-r", "redis://h", "--ttl", "1", "--on-lost", "term", "--kill-after", "1", "k", "true"})
+                .find("--kill-after 1.000 does not fit in --ttl 1.000"),
+            std::string::npos);
+  // a given timeout is kept, and named
+  const std::string io =
+      usage_error({"-r", "redis://h", "--ttl", "1", "--io-timeout", "1", "--on-lost", "term", "k", "true"});
+  EXPECT_NE(io.find("--ttl 1.000 is too short for --on-lost term"), std::string::npos) << io;
+  EXPECT_NE(io.find("attempts of TTL/36 + --io-timeout (1.028)"), std::string::npos) << io;
+  const std::string both = usage_error({"-r", "redis://h", "--ttl", "1", "--connect-timeout", "1",
+                                        "--io-timeout", "1", "--on-lost", "term", "k", "true"});
+  EXPECT_NE(both.find("attempts of --connect-timeout + --io-timeout (2.000)"), std::string::npos) << both;
+  // a value from the environment was given too, and is named as it was given
+  Env env{{{"BUFFERLOCK_CONNECT_TIMEOUT", "1"}}};
+  const std::string from_env = usage_error({"-r", "redis://h", "--ttl", "1", "--on-lost", "term", "k", "true"}, env);
+  EXPECT_NE(from_env.find("attempts of BUFFERLOCK_CONNECT_TIMEOUT + TTL/36"), std::string::npos) << from_env;
   // small timeouts make room
   EXPECT_EQ(usage_error({"-r", "redis://h", "--ttl", "1", "--connect-timeout", "0.1", "--io-timeout", "0.1",
                          "--on-lost", "term", "k", "true"}),

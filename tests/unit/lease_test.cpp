@@ -29,6 +29,33 @@ TEST(Lease, KillAfterThatFits) {
   EXPECT_GE(lease_max_kill_after(seconds(3), milliseconds(400)), seconds(1));
 }
 
+TEST(Lease, DefaultsLeaveRoomForRetriesFromFifteenMilliseconds) {
+  EXPECT_EQ(lease_attempt_timeout_cap(seconds(9)), milliseconds(250));
+  // attempts of TTL/18: K = TTL - TTL/3 - drift - 2 x TTL/18 - (TTL/3 + TTL/18) = TTL/6 - drift
+  for (const Nanos ttl : {Nanos(milliseconds(15)), Nanos(milliseconds(500)), Nanos(seconds(1)), Nanos(seconds(3)),
+                          Nanos(seconds(6)), Nanos(seconds(20))}) {
+    const Nanos attempt = 2 * lease_attempt_timeout_cap(ttl);
+    const Nanos room = lease_default_kill_after(ttl, attempt);
+    EXPECT_GE(room, Nanos(0)) << ttl.count();
+    EXPECT_EQ(room, ttl - lease_renew_period(ttl) - lease_drift(ttl) - 2 * attempt - lease_renew_period(ttl) - attempt)
+        << ttl.count();
+    EXPECT_LE(room, ttl / 6 - lease_drift(ttl) + Nanos(10)) << ttl.count();
+    EXPECT_GE(room, ttl / 6 - lease_drift(ttl) - Nanos(10)) << ttl.count();
+  }
+  // below that only the most that fits (no room for retries), down to about 4 ms
+  EXPECT_LT(lease_default_kill_after(milliseconds(12), 2 * lease_attempt_timeout_cap(milliseconds(12))), Nanos(0));
+  EXPECT_GE(lease_max_kill_after(milliseconds(5), 2 * lease_attempt_timeout_cap(milliseconds(5))), Nanos(0));
+  EXPECT_LT(lease_max_kill_after(milliseconds(3), 2 * lease_attempt_timeout_cap(milliseconds(3))), Nanos(0));
+}
+
+TEST(Lease, TheLastRetryIsDueBeforeTheLastMomentOneMayStart) {
+  Lease lease({seconds(1), milliseconds(80), milliseconds(70)});
+  lease.confirmed(seconds(0));
+  EXPECT_EQ(lease.last_retry_at(), lease.jeopardy_at() - milliseconds(100));
+  EXPECT_TRUE(lease.may_attempt(lease.last_retry_at()));
+  EXPECT_TRUE(lease.may_attempt(lease.last_retry_at() + milliseconds(20)));
+}
+
 TEST(Lease, TimelineEndsBeforeTheServers) {
   // The partition case: --ttl 3 --kill-after 1, attempts of 0.4 s, last
   // renewal sent at 1.0 s.
