@@ -188,17 +188,11 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   const HttpReply r = client().propfind(url_.base, body, most_listing);
   if (!r.error.empty()) return SysError{server(), r.error};
   if (r.status == 404) return std::vector<std::string>(); // nothing stored yet
-  if (r.status != 207) return SysError{server(), "PROPFIND: " + r.text()};
+  // Answered, but not with a listing: a server that cannot list.
+  if (r.status != 207) return SysError{server(), r.text(), true};
   std::vector<std::string> names = propfind_names(body);
   std::erase_if(names, [](const std::string& n) { return !entry_name(n); });
   return names;
-}
-
-std::optional<std::string> HttpStore::unlistable() const {
-  std::string body;
-  const HttpReply r = client().propfind(url_.base, body, most_listing);
-  if (!r.error.empty() || r.status == 207 || r.status == 404) return std::nullopt;
-  return r.text();
 }
 
 std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::string_view prefix) const {
@@ -235,7 +229,7 @@ std::optional<SysError> HttpStore::remove(const std::string& name) const {
 Lookup HttpStore::newest(std::string_view key) const {
   if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
-  if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
+  if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   auto& all = std::get<std::vector<Head>>(found);
   std::erase_if(all, [&](const Head& h) { return !h.header || h.header->key != key; });
   std::sort(all.begin(), all.end(),

@@ -41,11 +41,6 @@ public:
   // Whether a read found the server down (see down_).
   bool down() const { return down_.has_value(); }
 
-  // Why the server cannot list its objects (it answered PROPFIND with
-  // another status than 207 or 404); nullopt when it can, or did not answer
-  // (then the listing itself reports the error).
-  std::optional<std::string> unlistable() const;
-
   // --gc: removes entries older than max_age (when given) and objects that
   // are no entries, then the oldest until the rest add up to at most
   // max_size (when given).
@@ -66,7 +61,9 @@ private:
     std::optional<EntryHeader> header; // nullopt: not an entry
   };
   Lookup read_object(std::string_view key, const std::string& name) const;
-  // The names of the entry objects under the URL's path.
+  // The names of the entry objects under the URL's path; an error that is
+  // `refused` when the server answered PROPFIND with another status than
+  // 207 or 404: it cannot list (list_entries, drop and gc pass that on).
   std::variant<std::vector<std::string>, SysError> objects() const;
   // The header of each entry object whose name starts with `prefix`.
   std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;

@@ -354,31 +354,26 @@ std::string default_cache_dir() {
 // --list, --drop and --gc on an http store: through WebDAV PROPFIND, which
 // a server that cannot answer it makes a usage error (SPEC §18).
 int http_admin(const Options& o, const HttpStore& http) {
-  if (auto why = http.unlistable()) {
-    diag::error(message(Msg::cache_http_cannot_list, {{"server", http.server()}, {"error", *why}}));
-    return exit_code::usage;
-  }
+  // A server that answered the listing with another status cannot list: 64.
+  const auto failed = [&](const SysError& e, Msg m) {
+    if (e.refused) {
+      diag::error(message(Msg::cache_http_cannot_list, {{"server", e.path}, {"error", e.reason}}));
+      return exit_code::usage;
+    }
+    diag::error(message(m, {{"key", display_key(o.key)}, {"server", e.path}, {"error", e.reason}}));
+    return o.error_exit;
+  };
   if (o.cache.list) {
     auto entries = http.list_entries();
-    if (auto* e = std::get_if<SysError>(&entries)) {
-      diag::error(message(Msg::cache_http_list_failed, {{"server", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
+    if (auto* e = std::get_if<SysError>(&entries)) return failed(*e, Msg::cache_http_list_failed);
     return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, "http");
   }
   if (o.cache.drop) {
-    if (auto e = http.drop(o.key)) {
-      diag::error(message(Msg::cache_http_drop_failed,
-                          {{"key", display_key(o.key)}, {"server", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
+    if (auto e = http.drop(o.key)) return failed(*e, Msg::cache_http_drop_failed);
     return exit_code::ok;
   }
   auto counts = http.gc(o.cache.max_age, o.cache.max_size, wall_clock_ns());
-  if (auto* e = std::get_if<SysError>(&counts)) {
-    diag::error(message(Msg::cache_http_list_failed, {{"server", e->path}, {"error", e->reason}}));
-    return o.error_exit;
-  }
+  if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, Msg::cache_http_list_failed);
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done, {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
                                         {"temps", "0"},
