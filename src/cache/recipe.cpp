@@ -469,7 +469,10 @@ int cache_main(const Options& o) {
     inputs = std::get<Inputs>(computed);
   }
 
-  Lookup found = find(o, store, inputs);
+  // --force reads no entry it would not use: only --stale-if-error falls
+  // back on it (a remote store's entry is a whole download).
+  Lookup found = o.cache.force && !o.cache.stale_if_error ? Lookup{LookupState::missing, {}, {}}
+                                                          : find(o, store, inputs);
   warn_lookup(o, store, inputs, found);
   bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
