@@ -4,6 +4,7 @@
 #include "redis/url.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
+#include "util/le.hpp"
 #include "util/md5.hpp"
 
 #include <unistd.h>
@@ -16,11 +17,10 @@ namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t part = 1024 * 1024;             // bytes a spool write takes at most
-constexpr std::size_t head_probe = 64 * 1024;         // the first bytes read for a header
+constexpr std::size_t part = 1024 * 1024;             // the body goes out in parts of this size
+constexpr std::size_t tail_probe = 64 * 1024;         // the last bytes read for a header
 constexpr std::size_t most_header = 16 * 1024 * 1024; // a larger one is no entry of ours
 constexpr std::size_t most_listing = 64 * 1024 * 1024;
-constexpr std::uint64_t unknown_size = std::numeric_limits<std::uint64_t>::max(); // a file, never memory
 
 bool is_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
@@ -35,13 +35,13 @@ bool entry_name(std::string_view n) {
 
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
 
-// A build spooled into an unnamed local file, sent by one PUT (http_store.hpp).
+// A build sent as it is made (http_store.hpp).
 class HttpBuild final : public StreamedBuild {
 public:
   HttpBuild(const HttpStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-            const BuildContents& what, UniqueFd spool)
+            const BuildContents& what)
       : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), part), store_(store),
-        name_(store.object_name(key, inputs)), spool_(std::move(spool)) {}
+        name_(store.object_name(key, inputs)) {}
 
   std::optional<CachedEntry> entry() override {
     Lookup l = store_.lookup(header().key, header().inputs);
@@ -51,7 +51,31 @@ public:
   }
 
 private:
-  bool spool(const std::string& bytes) {
+  // The first full part starts the upload; each part is on its way to the
+  // server before the build goes on. A server that wants a length first
+  // gets the body spooled instead, and one PUT of known length at the end.
+  bool send_part(std::string& p) override {
+    if (spool_) return spool(p);
+    if (!upload_) upload_ = store_.client().upload(store_.object_url(name_));
+    if (upload_->send(p.data(), p.size())) return true;
+    const HttpReply& r = upload_->reply();
+    // Refused while the first part, still in hand, was all there was: S3
+    // answers a chunked PUT with 501, bazel-remote with 400, others 411.
+    if (parts_sent() == 0 && r.error.empty() && (r.status == 400 || r.status == 411 || r.status == 501)) {
+      upload_.reset();
+      spool_ = anonymous_file(std::numeric_limits<std::uint64_t>::max());
+      if (!spool_) {
+        fail(SysError{"a temporary file", errno_text(errno)});
+        return false;
+      }
+      return spool(p);
+    }
+    fail(SysError{store_.server(), r.text()});
+    upload_.reset();
+    return false;
+  }
+
+  bool spool(std::string_view bytes) {
     if (write_all(spool_.get(), bytes.data(), bytes.size())) {
       spooled_ += bytes.size();
       return true;
@@ -60,42 +84,42 @@ private:
     return false;
   }
 
-  bool send_part(std::string& p) override { return spool(p); }
+  bool send(std::string_view bytes) {
+    if (upload_->send(bytes.data(), bytes.size())) return true;
+    fail(SysError{store_.server(), upload_->reply().text()});
+    upload_.reset();
+    return false;
+  }
 
   std::optional<SysError> finish(std::string& last_part, const std::string& head,
                                  const std::string& trailer) override {
-    if (!spool(last_part)) return error();
-    // Header, the spooled body, trailer: one stream of known length.
-    const std::uint64_t total = head.size() + spooled_ + trailer.size();
+    const std::string footer = encode_object_footer(head.size());
+    // Less than a part in all, or a server that wants a length first.
+    if (!upload_) return put_whole(last_part + head + trailer + footer);
+    if (!send(last_part) || !send(head) || !send(trailer) || !send(footer)) return error();
+    const HttpReply r = upload_->finish();
+    upload_.reset();
+    if (!r.ok()) return SysError{store_.server(), r.text()};
+    return std::nullopt;
+  }
+
+  // One PUT of known length: the spool (if any), then `rest`.
+  std::optional<SysError> put_whole(const std::string& rest) {
+    const std::uint64_t total = spooled_ + rest.size();
     std::uint64_t at = 0;
     const HttpClient::Source read = [&](char* buf, std::size_t want, std::size_t& got) {
-      // A string's bytes from `off`, as many as fit.
-      const auto from = [&](const std::string& str, std::uint64_t off) {
-        const std::size_t k = std::min<std::size_t>(want - got, str.size() - off);
-        std::copy_n(str.data() + off, k, buf + got);
-        return k;
-      };
-      got = 0;
-      while (got < want && at < total) {
-        std::size_t k = 0;
-        if (at < head.size()) {
-          k = from(head, at);
-        } else if (at < head.size() + spooled_) {
-          const std::uint64_t off = at - head.size();
-          const ssize_t r = ::pread(spool_.get(), buf + got,
-                                    static_cast<std::size_t>(std::min<std::uint64_t>(want - got, spooled_ - off)),
-                                    static_cast<off_t>(off));
-          if (r <= 0) {
-            if (r == 0) errno = EIO;
-            return false;
-          }
-          k = static_cast<std::size_t>(r);
-        } else {
-          k = from(trailer, at - head.size() - spooled_);
+      if (at < spooled_) {
+        const ssize_t r = ::pread(spool_.get(), buf, static_cast<std::size_t>(std::min<std::uint64_t>(want, spooled_ - at)),
+                                  static_cast<off_t>(at));
+        if (r <= 0) {
+          if (r == 0) errno = EIO;
+          return false;
         }
-        got += k;
-        at += k;
+        got = static_cast<std::size_t>(r);
+      } else {
+        got = rest.copy(buf, want, static_cast<std::size_t>(at - spooled_));
       }
+      at += got;
       return true;
     };
     const HttpReply r = store_.client().put(store_.object_url(name_), total, read);
@@ -104,18 +128,42 @@ private:
     return std::nullopt;
   }
 
-  // Past --max-entry: the spool's blocks go back at once.
+  // Past --max-entry: the upload is abandoned, so the server keeps nothing;
+  // a spool gives its blocks back.
   void abandon() override {
-    if (::ftruncate(spool_.get(), 0) == 0) spooled_ = 0;
+    upload_.reset();
+    spool_.reset();
+    spooled_ = 0;
   }
 
   const HttpStore& store_;
   std::string name_;
-  UniqueFd spool_;
+  std::unique_ptr<HttpClient::Upload> upload_; // from the first full part on
+  UniqueFd spool_;                             // a server that refused a chunked PUT
   std::uint64_t spooled_ = 0;
 };
 
 } // namespace
+
+std::string encode_object_footer(std::uint64_t header_len) {
+  std::string out;
+  put_le<std::uint64_t>(out, header_len);
+  out += object_magic;
+  return out;
+}
+
+std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string& why) {
+  if (last.size() < object_footer_size || !last.ends_with(object_magic)) {
+    why = "not an entry";
+    return std::nullopt;
+  }
+  const auto header_len = get_le<std::uint64_t>(last, last.size() - object_footer_size);
+  if (header_len < entry_fixed_header || header_len > most_header) {
+    why = "not an entry";
+    return std::nullopt;
+  }
+  return header_len + entry_trailer + object_footer_size;
+}
 
 std::vector<std::string> propfind_names(std::string_view xml) {
   std::vector<std::string> out;
@@ -164,23 +212,84 @@ Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
   return read_object(key, object_name(key, inputs));
 }
 
-// GETs the object into an unnamed file and verifies it there.
-Lookup HttpStore::read_object(std::string_view key, const std::string& name) const {
-  UniqueFd fd = anonymous_file(unknown_size);
-  if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
-  const HttpReply r = client().get(object_url(name), fd.get());
+Lookup HttpStore::read_tail(const std::string& name, Tail& out) const {
+  const std::string url = object_url(name);
+  std::string last;
+  HttpReply r = client().get(url, last, tail_probe, "-" + std::to_string(tail_probe));
   if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-  if (!r.error.empty() || r.status >= 500) down_ = r.text();
-  if (!r.error.empty() || r.status != 200) return unreadable(r.text());
-  std::string why, bytes;
+  if (!r.ok()) return unreadable(r.text());
+  // 206, or 200 from a server that sends the whole object instead: then
+  // only an object shorter than the probe is whole.
+  if (r.status != 206 && last.size() >= tail_probe) return unreadable("the server does not answer range requests");
+  std::string why;
+  const auto size = object_tail_size(last, why);
+  if (!size) return {LookupState::corrupt, {}, why};
+  if (*size > last.size()) {
+    if (last.size() < tail_probe) return {LookupState::corrupt, {}, "truncated"};
+    if (*size > most_header) return {LookupState::corrupt, {}, "not an entry"};
+    last.clear();
+    r = client().get(url, last, *size, "-" + std::to_string(*size));
+    if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
+    if (!r.ok()) return unreadable(r.text());
+    if (last.size() < *size) return {LookupState::corrupt, {}, "truncated"};
+  }
+  out.bytes = std::move(last);
+  out.size = *size;
+  const std::string_view tail = out.tail();
+  const std::string_view head = tail.substr(0, out.header_len());
+  std::uint64_t payload_hash = 0, header_hash = 0;
+  decode_trailer(tail.substr(head.size(), entry_trailer), payload_hash, header_hash);
+  // Checked before its lengths say what to read.
+  if (checksum(head) != header_hash) return {LookupState::corrupt, {}, "header checksum mismatch"};
+  auto h = decode_header(head, why);
+  if (!h) return {LookupState::corrupt, {}, why};
+  if (h->header_size() != out.header_len()) return {LookupState::corrupt, {}, "header length mismatch"};
+  out.header = std::move(*h);
+  return {LookupState::found, {}, {}};
+}
+
+// The tail first, then the body into an unnamed file behind the header:
+// an entry file, verified there.
+Lookup HttpStore::read_object(std::string_view key, const std::string& name) const {
   const std::string wanted(key);
-  auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
-  if (!verified) {
+  std::string first; // the tail of the first attempt
+  for (int attempt = 0;; ++attempt) {
+    Tail t;
+    Lookup l = read_tail(name, t);
+    if (l.state == LookupState::unreadable) down_ = l.why;
+    if (l.state != LookupState::found) return l;
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
-    if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
+    if (t.header.key != wanted) return {LookupState::missing, {}, {}};
+    const std::string_view tail = t.tail();
+    const std::uint64_t body = t.header.body_len();
+    UniqueFd fd = anonymous_file(t.header.file_size());
+    if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
+    if (!write_all(fd.get(), tail.substr(0, t.header_len())))
+      return unreadable("cannot write a temporary file: " + errno_text(errno));
+    if (body > 0) {
+      const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
+      if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
+      if (!r.error.empty() || r.status >= 500) down_ = r.text();
+      if (!r.ok()) return unreadable(r.text());
+      // A server that sent the whole object: its body is what counts.
+      if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
+                              ::lseek(fd.get(), 0, SEEK_END) < 0))
+        return unreadable("cannot write a temporary file: " + errno_text(errno));
+    }
+    if (!write_all(fd.get(), tail.substr(t.header_len(), entry_trailer)))
+      return unreadable("cannot write a temporary file: " + errno_text(errno));
+    std::string why, bytes;
+    auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
+    if (verified) return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
+    // A body that does not match its tail may be a new upload's, which
+    // replaced the object between the two reads: once, read it again.
+    if (attempt == 0) {
+      first = std::string(tail);
+      Tail again;
+      if (read_tail(name, again).state == LookupState::found && again.tail() != first) continue;
+    }
     return {LookupState::corrupt, {}, why};
   }
-  return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
 }
 
 std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
@@ -201,18 +310,12 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
   std::vector<Head> out;
   for (auto& name : std::get<std::vector<std::string>>(names)) {
     if (!name.starts_with(prefix)) continue;
-    std::string bytes;
-    HttpReply r = client().get(object_url(name), bytes, head_probe, "0-" + std::to_string(head_probe - 1));
-    if (r.error.empty() && r.status == 404) continue; // gone meanwhile
-    if (!r.ok()) return SysError{server(), r.text()};
-    const auto size = encoded_header_size(bytes);
-    if (size && *size > bytes.size() && *size <= most_header) {
-      bytes.clear();
-      r = client().get(object_url(name), bytes, *size, "0-" + std::to_string(*size - 1));
-      if (!r.ok()) return SysError{server(), r.text()};
-    }
-    std::string why;
-    auto h = decode_header(bytes, why);
+    Tail t;
+    const Lookup l = read_tail(name, t);
+    if (l.state == LookupState::missing) continue; // gone meanwhile
+    if (l.state == LookupState::unreadable) return SysError{server(), l.why};
+    std::optional<EntryHeader> h;
+    if (l.state == LookupState::found) h = std::move(t.header);
     // Filed under another name than its own: not an entry of this store.
     if (h && object_name(h->key, h->inputs) != name) h.reset();
     out.push_back({std::move(name), std::move(h)});
@@ -276,7 +379,7 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
       ++counts.entries_removed;
       continue;
     }
-    kept.push_back({h.header->created_ns, h.header->file_size(), h.name});
+    kept.push_back({h.header->created_ns, h.header->file_size() + object_footer_size, h.name});
   }
   if (max_size) {
     const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
@@ -293,9 +396,7 @@ std::variant<std::unique_ptr<EntryBuild>, SysError> HttpStore::begin_build(std::
                                                                            std::int64_t created_ns,
                                                                            const BuildContents& what) const {
   if (down_) return SysError{server(), *down_};
-  UniqueFd spool = anonymous_file(unknown_size);
-  if (!spool) return SysError{"a temporary file", errno_text(errno)};
-  auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what, std::move(spool));
+  auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what);
   if (auto e = b->start()) return *e;
   return std::unique_ptr<EntryBuild>(std::move(b));
 }

@@ -1,13 +1,19 @@
 // Entries on an HTTP server (--store http://..., SPEC §18): one object per
-// entry address, in the bytes of an entry file (cache/entry.hpp), under the
-// URL's path and named as the file store names its files:
+// entry address under the URL's path, named as the file store names its files:
 //   PATH/<md5 of KEY>.entry              without inputs
 //   PATH/<md5 of KEY>.<inputs hex>.entry with --depends
-// A build spools its body into an unnamed local file as it comes (a PUT
-// needs its length first: bazel-remote and S3 refuse a chunked one), then
-// sends header, body and trailer in one PUT. A hit GETs the object into an
-// unnamed local file and verifies it there before its first byte is served:
-// neither side holds an entry in memory, and a torn, cut or tampered object
+// An object holds an entry's bytes (cache/entry.hpp) with the header moved
+// behind the body, so that a build can send its body while it is made,
+// before the lengths in its header are known:
+//   body (stdout, stderr, outputs archive) | header | trailer | footer
+// the footer being 8 bytes of header length (little-endian) and the magic
+// "BLCTAIL\n". A build's first full part starts one chunked PUT, which
+// carries each part before the build goes on (an entry under one part goes
+// with one PUT of known length); a build that fails or outgrows --max-entry
+// abandons it, and the server keeps nothing. A hit reads the tail (a suffix
+// range), then the body (a range) into an unnamed local file behind the
+// header: an entry file, verified there before its first byte is served.
+// Neither side holds an entry in memory, and a torn, cut or tampered object
 // is a miss. The store holds data only: the build lock is the command line's.
 // Listing (--list, --drop, --gc) is WebDAV PROPFIND, Depth: 1.
 #pragma once
@@ -21,6 +27,15 @@
 #include <variant>
 
 namespace bufferlock {
+
+inline constexpr std::string_view object_magic = "BLCTAIL\n";
+inline constexpr std::size_t object_footer_size = 16;
+
+// The footer of an object whose header is `header_len` bytes.
+std::string encode_object_footer(std::uint64_t header_len);
+// The size of the tail (header, trailer, footer) of the object whose last
+// bytes are `last`; nullopt, with `why`, when they end no object of ours.
+std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string& why);
 
 class HttpStore final : public EntryStore {
 public:
@@ -55,7 +70,18 @@ public:
   std::string object_url(const std::string& name) const { return url_.base + name; }
 
 private:
-  // A header read from the start of an object, and the object's name.
+  // The last bytes of an object, its tail among them, and its header.
+  struct Tail {
+    std::string bytes;
+    std::uint64_t size = 0; // of the tail: header, trailer, footer
+    EntryHeader header;
+    std::string_view tail() const { return std::string_view(bytes).substr(bytes.size() - size); }
+    std::size_t header_len() const { return size - entry_trailer - object_footer_size; }
+  };
+  // Reads the tail of object `name`: found, with `out` set, when it is
+  // sound (its header decodes and its checksum matches).
+  Lookup read_tail(const std::string& name, Tail& out) const;
+  // A header read from the tail of an object, and the object's name.
   struct Head {
     std::string name;
     std::optional<EntryHeader> header; // nullopt: not an entry

@@ -10,6 +10,7 @@
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -23,12 +24,23 @@ constexpr long io_buffer = 256 * 1024; // bytes per socket read or upload callba
 // libcurl hands a body over 16 KiB at a time: written to a file in runs of
 // this size, a 500 MiB download makes 500 writes, not 32,000.
 constexpr std::size_t file_run = 1024 * 1024;
+// The longest wait for the sockets between two rounds of libcurl: how soon
+// a stall (--store-timeout) is seen.
+constexpr int poll_ms = 100;
 
 struct Api {
   decltype(&::curl_global_init) curl_global_init;
   decltype(&::curl_easy_init) curl_easy_init;
   decltype(&::curl_easy_setopt) curl_easy_setopt;
-  decltype(&::curl_easy_perform) curl_easy_perform;
+  decltype(&::curl_easy_pause) curl_easy_pause;
+  decltype(&::curl_multi_init) curl_multi_init;
+  decltype(&::curl_multi_add_handle) curl_multi_add_handle;
+  decltype(&::curl_multi_remove_handle) curl_multi_remove_handle;
+  decltype(&::curl_multi_perform) curl_multi_perform;
+  decltype(&::curl_multi_poll) curl_multi_poll;
+  decltype(&::curl_multi_info_read) curl_multi_info_read;
+  decltype(&::curl_multi_strerror) curl_multi_strerror;
+  decltype(&::curl_multi_cleanup) curl_multi_cleanup;
   decltype(&::curl_easy_getinfo) curl_easy_getinfo;
   decltype(&::curl_easy_reset) curl_easy_reset;
   decltype(&::curl_easy_cleanup) curl_easy_cleanup;
@@ -52,7 +64,15 @@ const Library& library() {
     BUFFERLOCK_BIND(curl_global_init);
     BUFFERLOCK_BIND(curl_easy_init);
     BUFFERLOCK_BIND(curl_easy_setopt);
-    BUFFERLOCK_BIND(curl_easy_perform);
+    BUFFERLOCK_BIND(curl_easy_pause);
+    BUFFERLOCK_BIND(curl_multi_init);
+    BUFFERLOCK_BIND(curl_multi_add_handle);
+    BUFFERLOCK_BIND(curl_multi_remove_handle);
+    BUFFERLOCK_BIND(curl_multi_perform);
+    BUFFERLOCK_BIND(curl_multi_poll);
+    BUFFERLOCK_BIND(curl_multi_info_read);
+    BUFFERLOCK_BIND(curl_multi_strerror);
+    BUFFERLOCK_BIND(curl_multi_cleanup);
     BUFFERLOCK_BIND(curl_easy_getinfo);
     BUFFERLOCK_BIND(curl_easy_reset);
     BUFFERLOCK_BIND(curl_easy_cleanup);
@@ -94,10 +114,17 @@ std::string HttpReply::text() const {
   return "HTTP status " + std::to_string(status);
 }
 
-// One easy handle and what the callbacks of the request under way need.
+// One easy handle, the multi handle that runs it (and keeps its
+// connection), and what the callbacks of the request under way need.
 struct HttpClient::Handle {
   CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+  bool added = false; // a request is under way in `multi`
+  bool done = false;  // ... and has ended, with `result`
+  CURLcode result = CURLE_OK;
+  std::string multi_error; // the multi handle failed
   curl_slist* headers = nullptr;
+  curl_slist* request_headers = nullptr; // `headers` and this request's own
   char errbuf[CURL_ERROR_SIZE] = {};
   Nanos timeout{0};
   // The body's destination: a file, a string (at most `most` bytes), or nowhere.
@@ -106,6 +133,11 @@ struct HttpClient::Handle {
   std::string* body = nullptr;
   std::size_t most = 0;
   const Source* source = nullptr;
+  // An Upload's body: the bytes handed over and not yet taken by libcurl.
+  const char* feed = nullptr;
+  std::size_t feed_len = 0;
+  bool feed_end = false; // finish(): no more bytes
+  bool paused = false;   // the read callback ran dry: waiting for the build
   int local_errno = 0;  // a local write or read failed
   bool source_failed = false;
   bool stalled = false;
@@ -113,8 +145,24 @@ struct HttpClient::Handle {
   curl_off_t moved = 0;
 
   ~Handle() {
+    if (added) api().curl_multi_remove_handle(multi, easy);
+    if (request_headers) api().curl_slist_free_all(request_headers);
     if (headers) api().curl_slist_free_all(headers);
     if (easy) api().curl_easy_cleanup(easy);
+    if (multi) api().curl_multi_cleanup(multi);
+  }
+
+  // Whether a request can be set up: a handle, and none under way.
+  bool usable() const { return easy && multi && !added; }
+
+  // The handle's headers and `extra` for this request.
+  void add_header(const char* extra) {
+    const Api& a = api();
+    if (request_headers) a.curl_slist_free_all(request_headers);
+    request_headers = nullptr;
+    for (const curl_slist* s = headers; s; s = s->next) request_headers = a.curl_slist_append(request_headers, s->data);
+    request_headers = a.curl_slist_append(request_headers, extra);
+    a.curl_easy_setopt(easy, CURLOPT_HTTPHEADER, request_headers);
   }
 
   // The bytes held for fd; false (with local_errno) when they cannot be written.
@@ -160,11 +208,27 @@ struct HttpClient::Handle {
     return got;
   }
 
-  // No byte moved either way for the timeout: a stalled server.
+  // An Upload's body: what was handed over, else a pause until more is.
+  static std::size_t on_feed(char* buf, std::size_t size, std::size_t n, void* self) {
+    auto& h = *static_cast<Handle*>(self);
+    if (h.feed_len == 0) {
+      if (h.feed_end) return 0;
+      h.paused = true;
+      return CURL_READFUNC_PAUSE;
+    }
+    const std::size_t k = std::min(size * n, h.feed_len);
+    std::copy_n(h.feed, k, buf);
+    h.feed += k;
+    h.feed_len -= k;
+    return k;
+  }
+
+  // No byte moved either way for the timeout: a stalled server. An upload
+  // waiting for the build is not stalled.
   static int on_progress(void* self, curl_off_t, curl_off_t down, curl_off_t, curl_off_t up) {
     auto& h = *static_cast<Handle*>(self);
     const Nanos now = monotonic_now();
-    if (down + up != h.moved) {
+    if (h.paused || down + up != h.moved) {
       h.moved = down + up;
       h.last_move = now;
       return 0;
@@ -184,16 +248,27 @@ HttpClient::Handle& HttpClient::fresh() {
     handle_ = std::make_unique<Handle>();
     if (!library().error.empty()) return *handle_;
     handle_->easy = a.curl_easy_init();
-    if (!handle_->easy) return *handle_;
+    handle_->multi = a.curl_multi_init();
+    if (!handle_->easy || !handle_->multi) return *handle_;
     if (!settings_.token.empty()) {
       const std::string bearer = "Authorization: Bearer " + settings_.token;
       handle_->headers = a.curl_slist_append(nullptr, bearer.c_str());
     }
   }
   Handle& h = *handle_;
-  if (!h.easy) return h;
-  // A reset keeps the live connection: the next request reuses it.
+  if (!h.easy || !h.multi || h.added) return h;
+  // A reset keeps the live connection (in the multi handle's pool): the
+  // next request reuses it.
   a.curl_easy_reset(h.easy);
+  if (h.request_headers) a.curl_slist_free_all(h.request_headers);
+  h.request_headers = nullptr;
+  h.done = false;
+  h.result = CURLE_OK;
+  h.multi_error.clear();
+  h.feed = nullptr;
+  h.feed_len = 0;
+  h.feed_end = false;
+  h.paused = false;
   h.fd = -1;
   h.run.clear();
   if (h.run.capacity() < file_run) h.run.reserve(file_run);
@@ -229,25 +304,63 @@ HttpClient::Handle& HttpClient::fresh() {
   return h;
 }
 
-HttpReply HttpClient::perform(Handle& h) {
-  HttpReply r;
+bool HttpClient::start(Handle& h, HttpReply& r) {
   if (!library().error.empty()) {
     r.error = library().error;
-    return r;
+    return false;
   }
-  if (!h.easy) {
+  if (!h.easy || !h.multi) {
     r.error = "libcurl could not make a handle";
-    return r;
+    return false;
   }
-  const Api& a = api();
+  if (h.added) {
+    r.error = "another request is under way";
+    return false;
+  }
+  const CURLMcode mc = api().curl_multi_add_handle(h.multi, h.easy);
+  if (mc != CURLM_OK) {
+    r.error = api().curl_multi_strerror(mc);
+    return false;
+  }
+  h.added = true;
   h.last_move = monotonic_now();
-  CURLcode rc = a.curl_easy_perform(h.easy);
+  return true;
+}
+
+bool HttpClient::step(Handle& h) {
+  const Api& a = api();
+  int running = 0;
+  const CURLMcode mc = a.curl_multi_perform(h.multi, &running);
+  int left = 0;
+  while (const CURLMsg* m = a.curl_multi_info_read(h.multi, &left)) {
+    if (m->msg == CURLMSG_DONE && m->easy_handle == h.easy) {
+      h.done = true;
+      h.result = m->data.result;
+    }
+  }
+  if (mc != CURLM_OK && !h.done) {
+    h.done = true;
+    h.result = CURLE_FAILED_INIT;
+    h.multi_error = a.curl_multi_strerror(mc);
+  }
+  return h.done;
+}
+
+void HttpClient::conclude(Handle& h, HttpReply& r) {
+  const Api& a = api();
+  // Removed before its end, a request's connection is closed: a server
+  // keeps nothing of an upload cut short.
+  a.curl_multi_remove_handle(h.multi, h.easy);
+  h.added = false;
+  CURLcode rc = h.done ? h.result : CURLE_ABORTED_BY_CALLBACK;
   if (h.fd >= 0 && !h.flush() && rc == CURLE_OK) rc = CURLE_WRITE_ERROR;
   a.curl_easy_getinfo(h.easy, CURLINFO_RESPONSE_CODE, &r.status);
-  if (rc == CURLE_OK) return r;
+  if (rc == CURLE_OK) return;
   // A string body that reached its bound was cut on purpose.
-  if (rc == CURLE_WRITE_ERROR && h.body && h.local_errno == 0) return r;
-  if (h.stalled)
+  if (rc == CURLE_WRITE_ERROR && h.body && h.local_errno == 0) return;
+  if (!h.multi_error.empty())
+    r.error = h.multi_error;
+  else if (h.stalled)
     r.error = "no data for " + seconds_text(h.timeout) + " (--store-timeout)";
   else if (rc == CURLE_WRITE_ERROR && h.local_errno != 0)
     r.error = "cannot write a temporary file: " + errno_text(h.local_errno);
@@ -257,13 +370,20 @@ HttpReply HttpClient::perform(Handle& h) {
     r.error = h.errbuf;
   else
     r.error = a.curl_easy_strerror(rc);
+}
+
+HttpReply HttpClient::perform(Handle& h) {
+  HttpReply r;
+  if (!start(h, r)) return r;
+  while (!step(h)) api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+  conclude(h, r);
   return r;
 }
 
 HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
   Handle& h = fresh();
   const std::string r(range);
-  if (h.easy) {
+  if (h.usable()) {
     api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
     if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
     h.fd = fd;
@@ -274,7 +394,7 @@ HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range
 HttpReply HttpClient::get(const std::string& url, std::string& body, std::size_t most, std::string_view range) {
   Handle& h = fresh();
   const std::string r(range);
-  if (h.easy) {
+  if (h.usable()) {
     api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
     if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
     h.body = &body;
@@ -285,7 +405,7 @@ HttpReply HttpClient::get(const std::string& url, std::string& body, std::size_t
 
 HttpReply HttpClient::put(const std::string& url, std::uint64_t len, const Source& read) {
   Handle& h = fresh();
-  if (h.easy) {
+  if (h.usable()) {
     const Api& a = api();
     a.curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
     a.curl_easy_setopt(h.easy, CURLOPT_UPLOAD, 1L);
@@ -299,7 +419,7 @@ HttpReply HttpClient::put(const std::string& url, std::uint64_t len, const Sourc
 
 HttpReply HttpClient::del(const std::string& url) {
   Handle& h = fresh();
-  if (h.easy) {
+  if (h.usable()) {
     api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
     api().curl_easy_setopt(h.easy, CURLOPT_CUSTOMREQUEST, "DELETE");
   }
@@ -308,22 +428,85 @@ HttpReply HttpClient::del(const std::string& url) {
 
 HttpReply HttpClient::propfind(const std::string& url, std::string& body, std::size_t most) {
   Handle& h = fresh();
-  curl_slist* depth = nullptr;
-  if (h.easy) {
+  if (h.usable()) {
     const Api& a = api();
-    // Depth: 1 besides the handle's own headers, for this request only.
-    for (const curl_slist* s = h.headers; s; s = s->next) depth = a.curl_slist_append(depth, s->data);
-    depth = a.curl_slist_append(depth, "Depth: 1");
     a.curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
     a.curl_easy_setopt(h.easy, CURLOPT_CUSTOMREQUEST, "PROPFIND");
-    a.curl_easy_setopt(h.easy, CURLOPT_HTTPHEADER, depth);
+    h.add_header("Depth: 1");
     h.body = &body;
     h.most = most;
   }
   HttpReply r = perform(h);
-  if (depth) api().curl_slist_free_all(depth);
   if (r.error.empty() && body.size() >= most) r.error = "the listing is larger than " + std::to_string(most) + " bytes";
   return r;
+}
+
+} // namespace bufferlock
+
+namespace bufferlock {
+
+std::unique_ptr<HttpClient::Upload> HttpClient::upload(const std::string& url) {
+  std::unique_ptr<Upload> u(new Upload(*this));
+  Handle& h = fresh();
+  if (h.usable()) {
+    const Api& a = api();
+    a.curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    a.curl_easy_setopt(h.easy, CURLOPT_UPLOAD, 1L);
+    a.curl_easy_setopt(h.easy, CURLOPT_READFUNCTION, &Handle::on_feed);
+    a.curl_easy_setopt(h.easy, CURLOPT_READDATA, &h);
+    h.add_header("Transfer-Encoding: chunked");
+  }
+  if (!start(h, u->reply_)) u->over_ = true;
+  return u;
+}
+
+HttpClient::Upload::~Upload() {
+  if (over_) return;
+  HttpReply ignored;
+  client_.conclude(*client_.handle_, ignored); // abandoned: the connection is closed
+}
+
+bool HttpClient::Upload::drive(bool (*enough)(const Handle&)) {
+  Handle& h = *client_.handle_;
+  while (!client_.step(h)) {
+    if (enough(h)) return true;
+    api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+  }
+  client_.conclude(h, reply_);
+  over_ = true;
+  return false;
+}
+
+bool HttpClient::Upload::send(const char* data, std::size_t len) {
+  if (over_) return false;
+  if (len == 0) return true;
+  Handle& h = *client_.handle_;
+  h.feed = data;
+  h.feed_len = len;
+  h.last_move = monotonic_now(); // the time since the last send was the build's
+  if (h.paused) {
+    h.paused = false;
+    api().curl_easy_pause(h.easy, CURLPAUSE_CONT);
+  }
+  if (drive([](const Handle& x) { return x.feed_len == 0; })) return true;
+  // Answered before the end of its body: refused, or a server that
+  // misbehaves; either way, not stored.
+  if (reply_.ok()) reply_.error = "the server answered (" + reply_.text() + ") before the end of the upload";
+  return false;
+}
+
+HttpReply HttpClient::Upload::finish() {
+  if (over_) return reply_;
+  Handle& h = *client_.handle_;
+  h.feed_len = 0;
+  h.feed_end = true;
+  h.last_move = monotonic_now();
+  if (h.paused) {
+    h.paused = false;
+    api().curl_easy_pause(h.easy, CURLPAUSE_CONT);
+  }
+  drive([](const Handle&) { return false; });
+  return reply_;
 }
 
 } // namespace bufferlock

@@ -2,7 +2,9 @@
 // dlopen()ed on the first request: a run that uses no such store loads none
 // of it (ARCHITECTURE.md, Start-up). Bodies stream through callbacks, never
 // whole in memory; one handle is kept, so a run's requests share a
-// connection (keep-alive).
+// connection (keep-alive). Requests run on libcurl's multi interface on the
+// caller's thread, so that an upload can take its body piece by piece
+// while the build makes it (Upload).
 #pragma once
 
 #include "util/duration.hpp"
@@ -37,6 +39,8 @@ struct HttpReply {
 };
 
 class HttpClient {
+  struct Handle;
+
 public:
   explicit HttpClient(HttpSettings s);
   ~HttpClient();
@@ -51,13 +55,49 @@ public:
   using Source = std::function<bool(char* buf, std::size_t want, std::size_t& got)>;
   HttpReply put(const std::string& url, std::uint64_t len, const Source& read);
   HttpReply del(const std::string& url);
+
+  // A PUT whose length is not known when it starts (Transfer-Encoding:
+  // chunked), its body handed over as it is made. It uses the client's
+  // connection: no other request may be made while it lasts.
+  class Upload {
+  public:
+    ~Upload();
+    Upload(const Upload&) = delete;
+    Upload& operator=(const Upload&) = delete;
+    // Hands over `len` bytes; returns once libcurl has taken them all,
+    // waiting at most a --store-timeout without progress. False once the
+    // upload failed (reply() says why); nothing more is sent then.
+    bool send(const char* data, std::size_t len);
+    // Ends the body and waits for the server's answer.
+    HttpReply finish();
+    const HttpReply& reply() const { return reply_; }
+
+  private:
+    friend class HttpClient;
+    explicit Upload(HttpClient& c) : client_(c) {}
+    // Runs the transfer until `enough` holds or it ends (then reply_ is set).
+    bool drive(bool (*enough)(const Handle&));
+    HttpClient& client_;
+    HttpReply reply_;
+    bool over_ = false; // answered, failed or abandoned
+  };
+  // Starts an Upload to `url`. An Upload destroyed before finish() is
+  // abandoned: its connection is closed mid-body, so that the server keeps
+  // nothing of it.
+  std::unique_ptr<Upload> upload(const std::string& url);
   // WebDAV PROPFIND, Depth: 1: the multistatus document (at most `most` bytes).
   HttpReply propfind(const std::string& url, std::string& body, std::size_t most);
 
 private:
-  struct Handle;
   HttpReply perform(Handle& h);
   Handle& fresh();
+  // The request set up on the handle: added to the multi handle; false,
+  // with r.error, when there is no usable handle.
+  bool start(Handle& h, HttpReply& r);
+  // One round of the multi handle: true once the request is over.
+  bool step(Handle& h);
+  // Removes the request from the multi handle and fills `r` from how it ended.
+  void conclude(Handle& h, HttpReply& r);
 
   HttpSettings settings_;
   std::unique_ptr<Handle> handle_;

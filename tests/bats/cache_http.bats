@@ -62,9 +62,10 @@ teardown() {
     local files
     files=$(find "$C" -name '*.entry' 2>/dev/null)
     [[ -z $files ]] || fail "entry files in the cache dir: $files"
-    # The object is an entry file: the file store serves it as its own.
+    # The object is an entry file with its header behind the body: laid out
+    # again, the file store serves it as its own.
     mkdir -p "$T/fc"
-    cp -- "$(obj_path "$K")" "$(entry_path "$K" "$T/fc")"
+    object_to_entry "$(obj_path "$K")" "$(entry_path "$K" "$T/fc")"
     run --separate-stderr "$BL" cache --cache-dir "$T/fc" "$K" false
     assert_success
     assert_output "$first"
@@ -80,7 +81,7 @@ teardown() {
     assert_runs 1
 }
 
-@test "the upload is one PUT with a Content-Length of the object's size; a hit is a GET, no PUT" {
+@test "an output under 1 MiB is one PUT with a Content-Length of the object's size; a hit is two ranged GETs, no PUT" {
     head -c 50000 /dev/urandom >"$T/50k"
     run --separate-stderr blh "$K" cat "$T/50k"
     assert_success
@@ -96,8 +97,88 @@ teardown() {
     assert_success
     poll_until 5 _logged GET 2 || true
     requests | tail -n +$(($(wc -l <"$T/before") + 1)) >"$T/hit"
-    grep -q "^GET /cache/$HTTP_T/$(obj "$K") 200 " "$T/hit" || fail "no GET of the object: $(cat "$T/hit")"
+    # The tail (header, trailer, footer), then the body: both partial (206).
+    assert_equal "$(grep -c "^GET /cache/$HTTP_T/$(obj "$K") 206 " "$T/hit")" 2
     ! grep -qE '^(PUT|DELETE) ' "$T/hit" || fail "a hit changed the store: $(cat "$T/hit")"
+}
+
+# _no_temp_files: nginx holds no request body.
+_no_temp_files() { [[ -z $(find "$HTTP_ROOT/.tmp" -type f 2>/dev/null) ]]; }
+
+# _body_on_server BYTES: nginx holds a request body of BYTES or more in its
+# temporary directory (an upload under way).
+_body_on_server() {
+    local n
+    n=$(find "$HTTP_ROOT/.tmp" -type f -printf '%s\n' 2>/dev/null | sort -n | tail -n 1)
+    ((${n:-0} >= $1))
+}
+
+@test "an output over 1 MiB goes out while the command runs: one chunked PUT; the hit serves it whole" {
+    head -c $((3 * 1024 * 1024)) /dev/urandom >"$T/3m"
+    # The command prints 3 MiB, then waits until the test has seen them reach
+    # the server.
+    blh "$K" sh -c "cat '$T/3m'; i=0; while [ ! -e '$T/go' ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i+1)); done; echo end" \
+        >"$T/out" 2>"$T/err" &
+    local pid=$!
+    track_pid "$pid"
+    poll_until 10 _body_on_server $((2 * 1024 * 1024)) || fail "no upload under way while the command ran"
+    [[ ! -e $T/go ]] || fail "the command ended first"
+    touch "$T/go"
+    wait "$pid" || fail "the build failed: $(cat "$T/err")"
+    [[ ! -s $T/err ]] || fail "the build warned: $(cat "$T/err")"
+    { cat "$T/3m" && echo end; } >"$T/want"
+    assert_same_bytes "$T/want" "$T/out"
+    poll_until 5 _logged PUT 1 || true
+    # (nginx logs the length of a chunked body once it has read it)
+    assert_equal "$(requests PUT)" "PUT /cache/$HTTP_T/$(obj "$K") 201 cl=$(stat -c %s "$(obj_path "$K")") te=chunked"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" "$BL" cache --cache-dir "$C" --store "$STORE" "$K" false
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/want" "$T/hit"
+    # The object: the entry's bytes, header behind the body.
+    mkdir -p "$T/fc"
+    object_to_entry "$(obj_path "$K")" "$(entry_path "$K" "$T/fc")"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/fhit" "$BL" cache --cache-dir "$T/fc" "$K" false
+    assert_success
+    assert_same_bytes "$T/want" "$T/fhit"
+}
+
+@test "a server that refuses a chunked PUT (411): the output over 1 MiB is spooled and sent with its length, no warning" {
+    head -c $((3 * 1024 * 1024)) /dev/urandom >"$T/3m"
+    local url
+    url=$(http_url nochunk)
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$url" "$K" cat "$T/3m"
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/3m" "$T/out"
+    poll_until 5 _logged PUT 2 || true
+    # The chunked PUT refused (nginx logs what it read of the body before it
+    # answered), then one PUT of known length.
+    local puts
+    puts=$(requests PUT)
+    [[ $(sed -n 1p <<<"$puts") =~ ^"PUT /nochunk/$HTTP_T/$(obj "$K") 411 cl="[0-9-]+" te=chunked"$ ]] || fail "$puts"
+    assert_equal "$(sed -n '2,$p' <<<"$puts")" \
+        "PUT /nochunk/$HTTP_T/$(obj "$K") 201 cl=$(stat -c %s "$(obj_path "$K" nochunk)") te=-"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" "$BL" cache --cache-dir "$C" --store "$url" "$K" false
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/3m" "$T/hit"
+}
+
+@test "a failing command over 1 MiB: the upload under way is abandoned, nothing stored, nginx keeps no part of it" {
+    head -c $((3 * 1024 * 1024)) /dev/urandom >"$T/3m"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" \
+        "$BL" cache --cache-dir "$C" --store "$STORE" "$K" sh -c "cat '$T/3m'; exit 3"
+    assert_failure 3
+    assert_stderr_empty
+    assert_same_bytes "$T/3m" "$T/out"
+    assert_no_objects
+    # nginx drops the cut body (when it sees the connection closed).
+    poll_until 5 _no_temp_files || fail "nginx kept a temporary file: $(find "$HTTP_ROOT/.tmp" -type f)"
+    run --separate-stderr blh "$K" "$COUNTED" 0 next
+    assert_success
+    assert_output next
+    assert_runs 1
 }
 
 @test "binary output survives the trip byte for byte; a failing command stores nothing" {
@@ -267,6 +348,15 @@ EOF
     blh --max-entry 1K "$K" cat "$T/3k" 2>/dev/null >"$T/out"
     assert_same_bytes "$T/3k" "$T/out"
     assert_no_objects
+    # Met while its upload is under way (past the first part): abandoned, the
+    # server keeps nothing of it, one warning naming the stored size.
+    head -c $((5 * 1024 * 1024)) /dev/urandom >"$T/5m"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$STORE" --max-entry 2M "$K" cat "$T/5m"
+    assert_success
+    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry (2097152 bytes)"
+    assert_same_bytes "$T/5m" "$T/out"
+    assert_no_objects
+    poll_until 5 _no_temp_files || fail "nginx kept a temporary file: $(find "$HTTP_ROOT/.tmp" -type f)"
     # Without --max-entry there is no limit of the http store's own.
     head -c $((70 * 1024 * 1024)) /dev/urandom >"$T/70m"
     # (stdout to a file: bats' run would read 70 MiB of binary into a variable)

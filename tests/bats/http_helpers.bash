@@ -40,7 +40,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 HTTP_FAULT_SERVER="$BATS_TEST_DIRNAME/../tools/http_fault_server.py"
 
 # The locations the suites use, one directory each under the root.
-HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth)
+HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth nochunk)
 
 # _dav_ext_module: the path of the dav-ext module (PROPFIND), empty if missing.
 _dav_ext_module() {
@@ -107,6 +107,12 @@ http {
         }
         location /rd503/ {
             if (\$request_method ~ ^(GET|HEAD)$) { return 503; }
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        # A server that wants a length first (as S3 and bazel-remote do).
+        location /nochunk/ {
+            if (\$http_transfer_encoding ~* chunked) { return 411; }
             $dav
             dav_ext_methods PROPFIND OPTIONS;
         }
@@ -317,6 +323,19 @@ curl_status() {
 # obj K [LOCATION]: KEY's object name (no --depends).
 obj() {
     printf '%s.entry\n' "$(key_md5 "$1")"
+}
+
+# object_to_entry OBJECT FILE: the entry file whose bytes OBJECT holds
+# (body, header, trailer, footer: the footer's first 8 bytes are the header's
+# length) laid out as an entry file (header, body, trailer).
+object_to_entry() {
+    local size h
+    size=$(stat -c %s "$1")
+    h=$(od -An -t u8 -j $((size - 16)) -N 8 "$1" | tr -d ' ')
+    [[ $(tail -c 8 "$1") == BLCTAIL ]] || fail "$1 does not end in the object magic"
+    { tail -c $((h + 32)) "$1" | head -c "$h" &&
+        head -c $((size - h - 32)) "$1" &&
+        tail -c 32 "$1" | head -c 16; } >"$2" || fail "cannot lay $1 out as an entry"
 }
 
 # seed_object KEY TEXT LOCATION: KEY's object holding TEXT, built through

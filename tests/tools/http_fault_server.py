@@ -4,8 +4,10 @@
 Usage: http_fault_server.py MODE PORT [FILE]
 
 Listens on 127.0.0.1:PORT.  A GET of any path answers 200 with a
-Content-Length of FILE's size (or 4096 when FILE is not given) and sends
-the first half of FILE's bytes (random bytes without FILE), then:
+Content-Length of FILE's size (or 4096 when FILE is not given), or 206
+with the length of the range asked for ("Range: bytes=A-B" or
+"bytes=-N"), and sends the first half of those bytes of FILE (random
+bytes without FILE), then:
 
   cut     closes the connection (a body cut short);
   stall   keeps the connection open and sends nothing more (a stalled body);
@@ -104,11 +106,24 @@ def main():
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            self.send_response(200)
+            part, first = body, None
+            rng = self.headers.get("Range", "")
+            if rng.startswith("bytes="):
+                a, _, b = rng[len("bytes="):].partition("-")
+                if a:
+                    first = int(a)
+                    last = min(int(b), len(body) - 1) if b else len(body) - 1
+                else:
+                    first = max(0, len(body) - int(b))
+                    last = len(body) - 1
+                part = body[first : last + 1]
+            self.send_response(200 if first is None else 206)
             self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(len(part)))
+            if first is not None:
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (first, first + len(part) - 1, len(body)))
             self.end_headers()
-            self.wfile.write(body[: len(body) // 2])
+            self.wfile.write(part[: len(part) // 2])
             self.wfile.flush()
             if mode == "cut":
                 try:

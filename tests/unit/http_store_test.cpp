@@ -41,3 +41,27 @@ TEST(Propfind, NamesOfObjectsNotCollections) {
   EXPECT_TRUE(propfind_names("").empty());
   EXPECT_TRUE(propfind_names("<D:href>unterminated").empty());
 }
+
+TEST(HttpObject, FooterNamesTheHeaderLength) {
+  const std::string f = encode_object_footer(300);
+  ASSERT_EQ(f.size(), object_footer_size);
+  EXPECT_EQ(f.substr(8), "BLCTAIL\n");
+  EXPECT_EQ(f.substr(0, 8), std::string("\x2c\x01\0\0\0\0\0\0", 8)); // 300, little-endian
+  std::string why;
+  // Whatever comes before the footer: the tail is header, trailer, footer.
+  EXPECT_EQ(object_tail_size("body bytes" + f, why), 300U + entry_trailer + object_footer_size);
+  EXPECT_EQ(object_tail_size(f, why), 300U + entry_trailer + object_footer_size);
+}
+
+TEST(HttpObject, TailsOfOtherBytesAreNoEntries) {
+  std::string why;
+  const std::string f = encode_object_footer(100);
+  EXPECT_FALSE(object_tail_size("", why));
+  EXPECT_FALSE(object_tail_size(f.substr(1), why));          // too short for a footer
+  EXPECT_FALSE(object_tail_size(f.substr(0, 15) + "X", why)); // another magic
+  EXPECT_EQ(why, "not an entry");
+  // A header shorter than any version's fixed part, or absurdly long.
+  EXPECT_FALSE(object_tail_size(encode_object_footer(entry_fixed_header - 1), why));
+  EXPECT_FALSE(object_tail_size(encode_object_footer(std::uint64_t{1} << 40), why));
+  EXPECT_TRUE(object_tail_size(encode_object_footer(entry_fixed_header), why));
+}
