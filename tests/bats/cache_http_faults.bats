@@ -250,3 +250,21 @@ teardown() {
     assert_stderr_empty
     assert_runs 2
 }
+
+@test "a command silent past the server's body timeout (client_body_timeout 1s): the upload is lost, one warning, output whole" {
+    head -c $((3 * 1024 * 1024)) /dev/urandom >"$T/3m"
+    local url
+    url=$(http_url slowbody)
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" \
+        "$BL" cache --cache-dir "$C" --store "$url" "$K" sh -c "cat '$T/3m'; sleep 3; echo end"
+    assert_success
+    { cat "$T/3m" && echo end; } >"$T/want"
+    assert_same_bytes "$T/want" "$T/out"
+    assert_one_bufferlock_line "output of '$K' not stored: HTTP store at $url: "
+    assert_no_objects slowbody
+    # The next caller builds (and stores, when its output keeps coming).
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$url" "$K" cat "$T/3m"
+    assert_success
+    assert_stderr_empty
+    assert_file_exists "$(obj_path "$K" slowbody)"
+}

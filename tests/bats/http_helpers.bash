@@ -40,7 +40,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 HTTP_FAULT_SERVER="$BATS_TEST_DIRNAME/../tools/http_fault_server.py"
 
 # The locations the suites use, one directory each under the root.
-HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth nochunk)
+HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth nochunk slowbody)
 
 # _dav_ext_module: the path of the dav-ext module (PROPFIND), empty if missing.
 _dav_ext_module() {
@@ -113,6 +113,12 @@ http {
         # A server that wants a length first (as S3 and bazel-remote do).
         location /nochunk/ {
             if (\$http_transfer_encoding ~* chunked) { return 411; }
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        # A server that gives up on a body whose bytes stop for 1 s.
+        location /slowbody/ {
+            client_body_timeout 1s;
             $dav
             dav_ext_methods PROPFIND OPTIONS;
         }
