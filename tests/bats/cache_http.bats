@@ -81,9 +81,9 @@ teardown() {
     assert_runs 1
 }
 
-@test "an output under 1 MiB is one PUT with a Content-Length of the object's size; a hit is two ranged GETs, no PUT" {
-    head -c 50000 /dev/urandom >"$T/50k"
-    run --separate-stderr blh "$K" cat "$T/50k"
+@test "an output under 1 MiB is one PUT with a Content-Length of the object's size; a hit is ranged GETs, no PUT" {
+    head -c 100000 /dev/urandom >"$T/100k"
+    run --separate-stderr blh "$K" cat "$T/100k"
     assert_success
     local size puts
     size=$(stat -c %s "$(obj_path "$K")")
@@ -97,10 +97,24 @@ teardown() {
     assert_success
     poll_until 5 _logged GET 2 || true
     requests | tail -n +$(($(wc -l <"$T/before") + 1)) >"$T/hit"
-    # The tail (header, trailer, footer), then the body: both partial (206).
+    # The last 64 KiB (header, trailer, footer), then the body: both partial (206).
     assert_equal "$(grep -c "^GET /cache/$HTTP_T/$(obj "$K") 206 " "$T/hit")" 2
     ! grep -qE '^(PUT|DELETE) ' "$T/hit" || fail "a hit changed the store: $(cat "$T/hit")"
+    # An object shorter than 64 KiB comes whole with its tail: one GET.
+    blh small echo small >/dev/null
+    : >"$T/before"
+    requests >"$T/before"
+    run --separate-stderr blh small false
+    assert_output small
+    poll_until 5 _logged_since "$(wc -l <"$T/before")" GET 1 || true
+    requests | tail -n +$(($(wc -l <"$T/before") + 1)) >"$T/hit"
+    assert_equal "$(grep -c "^GET /cache/$HTTP_T/$(obj small) 206 " "$T/hit")" 1
+    assert_equal "$(grep -c "^GET " "$T/hit")" 1
 }
+
+# _logged_since N METHOD M: nginx logged M requests of METHOD for this test
+# after its first N requests, or more.
+_logged_since() { (($(requests | tail -n +$(($1 + 1)) | grep -c "^$2 ") >= $3)); }
 
 # _no_temp_files: nginx holds no request body.
 _no_temp_files() { [[ -z $(find "$HTTP_ROOT/.tmp" -type f 2>/dev/null) ]]; }
