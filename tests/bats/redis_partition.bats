@@ -34,6 +34,14 @@ setup() {
         sleep 0.02
     done
     ((i < 200)) || fail "the private network namespace did not come up"
+    # One `ip -batch` inside the namespace takes the link down and up, fed
+    # line by line, and a fifo that never holds data gives a sleep without a
+    # fork: a partition starts and ends within a millisecond of its time
+    # even when a loaded machine takes 200 ms to start a process.
+    mkfifo "$T/link.in" "$T/link.out" "$T/never"
+    exec {LINK_IN}<>"$T/link.in" {LINK_OUT}<>"$T/link.out" {NEVER}<>"$T/never"
+    nsenter --net="$NS" ip -force -oneline -batch - <&"$LINK_IN" >&"$LINK_OUT" 2>&1 3>&- &
+    track_pid $!
     # redis-server started inside the namespace (nsenter execs it: same PID)
     printf '#!/bin/sh\nexec nsenter --net=%s %s "$@"\n' "$NS" "$(command -v "$REDIS_SERVER_BIN")" >"$T/redis-in-ns"
     chmod +x "$T/redis-in-ns"
@@ -50,7 +58,37 @@ ns_redis_as() {
 
 # link up|down: the namespace's loopback link.
 link() {
-    nsenter --net="$NS" ip link set lo "$1"
+    local state
+    printf 'link set lo %s\nlink show lo\n' "$1" >&"$LINK_IN"
+    read -r -t 5 -u "$LINK_OUT" state || fail "ip did not answer"
+    case $1 in
+        up) [[ $state == *LOWER_UP* ]] ;;
+        down) [[ $state != *,UP* ]] ;;
+    esac || fail "link $1: $state"
+}
+
+# now_ns: the wall clock in ns (as date +%s%N), without a fork.
+now_ns() { local t=${EPOCHREALTIME/./}; NOW_NS=$((10#$t * 1000)); }
+
+# at_ms START_NS MS: returns at MS ms after START_NS (at once if that is past).
+at_ms() {
+    local left pause
+    while now_ns; left=$((($1 + $2 * 1000000 - NOW_NS) / 1000)); ((left > 0)); do
+        # a read with a timeout on a fifo that never holds data: a sleep without a fork
+        printf -v pause '0.%06d' $((left > 999999 ? 999999 : left))
+        read -r -t "$pause" -u "$NEVER" || true
+    done
+}
+
+# command_start FILE: the time (ns) the command wrote to FILE, seen within
+# about a millisecond (in START).
+command_start() {
+    local i
+    for ((i = 0; i < 10000; i++)); do
+        [[ -s $1 ]] && read -r START <"$1" && [[ -n $START ]] && return 0
+        read -r -t 0.001 -u "$NEVER" || true
+    done
+    return 1
 }
 
 # ns_bg ARGS...: bufferlock inside the namespace, in the background (as
@@ -65,8 +103,9 @@ ns_bg() {
 # watch_death PID FILE: writes the time (ns) PID is gone to FILE.
 watch_death() {
     (
-        while kill -0 "$1" 2>/dev/null; do sleep 0.005; done
-        date +%s%N >"$2"
+        while kill -0 "$1" 2>/dev/null; do read -r -t 0.002 -u "$NEVER" || true; done
+        now_ns
+        echo "$NOW_NS" >"$2"
     ) &
     track_pid $!
 }
@@ -84,11 +123,11 @@ healed_partition() {
     ns_bg -r "$R_TCP_URL" "$@" "$K" sh -c 'date +%s%N > "$0.start"; sleep "$2"
         redis-cli -s "$1" GET "$BUFFERLOCK_REDIS_KEY" > "$0.holder"; echo "$BUFFERLOCK_TOKEN" > "$0.token"' \
         "$T/c" "$R_SOCK" "$seconds"
-    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
-    start=$(cat "$T/c.start")
-    while (($(date +%s%N) - start < down * 1000000)); do sleep 0.005; done
+    command_start "$T/c.start" || fail "the command did not start: $(cat "$T/bg.err")"
+    start=$START
+    at_ms "$start" "$down"
     link down
-    while (($(date +%s%N) - start < up * 1000000)); do sleep 0.005; done
+    at_ms "$start" "$up"
     link up
     wait_for_exit "$BG_PID" 15 || fail "bufferlock did not finish"
     reap "$BG_PID"
@@ -113,12 +152,13 @@ cut_off_holder() {
     ns_bg -r "$R_TCP_URL" "$@" "$K" \
         sh -c 'trap "date +%s%N > \"\$0.term\"" TERM; echo $$ > "$0.pid"; date +%s%N > "$0.start"
                while :; do sleep 0.01; done' "$T/c"
-    wait_for_file "$T/c.start" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+    command_start "$T/c.start" || fail "the command did not start: $(cat "$T/bg.err")"
+    start=$START
     watch_death "$(cat "$T/c.pid")" "$T/c.dead"
-    start=$(cat "$T/c.start")
-    while (($(date +%s%N) - start < down_ms * 1000000)); do sleep 0.01; done
+    at_ms "$start" "$down_ms"
     link down
-    down=$(date +%s%N)
+    now_ns
+    down=$NOW_NS
     # The server's own view, through its unix socket: nothing reaches it any
     # more, so its expiry is fixed from now on.
     pttl=$(rcli_to R PTTL "$rk")
@@ -187,9 +227,9 @@ cut_off_holder() {
 @test "partition: a partition healed within the lease loses nothing" {
     ns_redis_as R 6379
     # TTL 3, --kill-after 0.5: SIGTERM would come 2.07 s after the last
-    # renewal. The link is down from 0.8 s to 1.5 s: the renewal at 1.0 s
+    # renewal. The link is down from 0.7 s to 1.3 s: the renewal at 1.0 s
     # times out and is retried until one gets through.
-    healed_partition 800 1500 4 --ttl 3 --on-lost term --kill-after 0.5 --connect-timeout 0.2 --io-timeout 0.2 \
+    healed_partition 700 1300 4 --ttl 3 --on-lost term --kill-after 0.5 --connect-timeout 0.2 --io-timeout 0.2 \
         --max-step 0.1
 }
 
@@ -236,7 +276,8 @@ cut_off_holder() {
 
 @test "partition: --ttl 1 --on-lost term with the defaults: a partition shorter than a renewal interval kills nothing" {
     ns_redis_as R 6379
-    # down from 0.25 s to 0.45 s (0.2 s, a renewal period is 1/3 s): the
-    # renewal due at 1/3 s fails and is retried until one gets through
-    healed_partition 250 450 2 --ttl 1 --on-lost term
+    # down from 0.18 s to 0.48 s (0.3 s, a renewal period is 1/3 s): the
+    # renewal due at 1/3 s fails and is retried until one gets through,
+    # long before SIGTERM would come (about 0.79 s)
+    healed_partition 180 480 2 --ttl 1 --on-lost term
 }
