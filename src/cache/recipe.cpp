@@ -405,6 +405,7 @@ int cache_main(const Options& o) {
     HttpSettings s;
     s.ca_file = o.redis.tls.ca;
     s.timeout = o.cache.store_timeout;
+    s.while_waiting = while_sink_waits; // a slow upload keeps signals and renewals on time
     if (!o.cache.store_token_file.empty()) {
       auto read = read_secret_file(o.cache.store_token_file);
       if (read.index() == 1) {

@@ -471,6 +471,12 @@ bool HttpClient::Upload::drive(bool (*enough)(const Handle&)) {
   while (!client_.step(h)) {
     if (enough(h)) return true;
     api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+    if (client_.settings_.while_waiting && !client_.settings_.while_waiting()) {
+      client_.conclude(h, reply_); // removed before its end: the connection is closed
+      reply_.error = "no longer wanted";
+      over_ = true;
+      return false;
+    }
   }
   client_.conclude(h, reply_);
   over_ = true;

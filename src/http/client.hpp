@@ -27,6 +27,11 @@ struct HttpSettings {
   std::string token;    // --store-token-file: sent as "Authorization: Bearer ..."
   std::string ca_file;  // --tls-ca; empty: the system's CAs
   Nanos timeout = std::chrono::seconds(10); // --store-timeout: connecting, and any stall
+  // Called about every poll_ms while an upload waits for its server, so
+  // that the caller's own duties (a command's signals, its lock's renewal)
+  // keep their times; it must return at once. false: the upload is no
+  // longer wanted (abandoned at once).
+  std::function<bool()> while_waiting;
 };
 
 // What a request came to: a status, or no answer at all (error says why).

@@ -103,7 +103,27 @@ pid_t spawn(ChildSetup& setup) {
 #endif
 }
 
+// The duties of the run_child whose sink is running (single-threaded: one
+// at a time); a sink that waits runs them through while_sink_waits.
+const std::function<bool()>* sink_duties = nullptr;
+
+struct SinkDuties {
+  explicit SinkDuties(const std::function<bool()>* d) : saved(sink_duties) { sink_duties = d; }
+  ~SinkDuties() { sink_duties = saved; }
+  SinkDuties(const SinkDuties&) = delete;
+  SinkDuties& operator=(const SinkDuties&) = delete;
+  const std::function<bool()>* saved;
+};
+
 } // namespace
+
+bool while_sink_waits() {
+  // Not again from inside the duties (a tick's own waits).
+  const std::function<bool()>* duties = sink_duties;
+  if (!duties) return true;
+  const SinkDuties none(nullptr);
+  return (*duties)();
+}
 
 int exec_command(const std::vector<std::string>& argv) {
   const std::vector<char*> args = c_argv(argv);
@@ -206,6 +226,25 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   Nanos next_tick_at = ticker ? ticker->first_at : infinite_duration;
   int status = 0;
   bool exited = false;
+  auto forward_signals = [&] {
+    signalfd_siginfo info[8];
+    const ssize_t n = ::read(signals.get(), info, sizeof info);
+    for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof info[0]); ++i) {
+      const int sig = static_cast<int>(info[i].ssi_signo);
+      if (sig != SIGCHLD && !exited) ::kill(child, sig);
+    }
+    if (!exited && ::waitpid(child, &status, WNOHANG) == child) {
+      exited = true;
+      next_tick_at = infinite_duration;
+    }
+  };
+  // What a sink that waits lets run (while_sink_waits). Once the child is
+  // reaped no tick may run (its pid could be another process's by then).
+  const std::function<bool()> duties = [&] {
+    forward_signals();
+    if (next_tick_at != infinite_duration && monotonic_now() >= next_tick_at) next_tick_at = ticker->tick(child);
+    return !exited || exit_status_from_wait(status) == 0;
+  };
   std::vector<char> buffer(sink || err_sink ? 65536 : 0);
   while (!exited || reads[0] || reads[1]) {
     int timeout_ms = -1;
@@ -222,25 +261,16 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     const int ready = ::poll(fds, 3, exited ? -1 : timeout_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info[8];
-      const ssize_t n = ::read(signals.get(), info, sizeof info);
-      for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof info[0]); ++i) {
-        const int sig = static_cast<int>(info[i].ssi_signo);
-        if (sig != SIGCHLD && !exited) ::kill(child, sig);
-      }
-      if (!exited && ::waitpid(child, &status, WNOHANG) == child) {
-        exited = true;
-        next_tick_at = infinite_duration;
-      }
-    }
+    if (fds[0].revents & POLLIN) forward_signals();
     for (int i = 0; i < 2; ++i) {
       if (!reads[i] || !(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(reads[i].get(), buffer.data(), buffer.size());
-      if (n > 0)
+      if (n > 0) {
+        const SinkDuties scope(&duties);
         (*sinks[i])(buffer.data(), static_cast<std::size_t>(n));
-      else if (n == 0 || errno != EINTR)
+      } else if (n == 0 || errno != EINTR) {
         reads[i].reset(); // EOF
+      }
     }
   }
   if (!exited) ::waitpid(child, &status, 0);

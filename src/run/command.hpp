@@ -41,6 +41,13 @@ struct Ticker {
 // Receives the command's stdout, chunk by chunk, when it is captured.
 using OutputSink = std::function<void(const char* data, std::size_t len)>;
 
+// For a sink that has to wait (an upload whose server is slow): passes on
+// the signals that came meanwhile and runs a renewal tick that fell due,
+// then returns false once the command has ended with a failure (nothing of
+// its output is kept: a sink need not wait any more), true otherwise. Does
+// nothing outside a sink called by run_child (true).
+bool while_sink_waits();
+
 // Forks and runs the command as a child while this process waits: the signals
 // INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets
 // SIGTERM if this process dies. Descriptors stay out of the child only if they

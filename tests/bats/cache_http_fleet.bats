@@ -146,3 +146,34 @@ assert_no_local_entries() {
     assert_file_not_exists "$(entry_path "$K")"
     assert_file_exists "$(obj_path "$K")"
 }
+
+@test "an upload that waits for its server still renews the lock (--ttl 1) and passes signals on" {
+    start_fault_server putstall
+    "$BL" cache --cache-dir "$C" -r "$REDIS_URL" --ttl 1 --store "$FAULT_URL" --store-timeout 6 "$K" \
+        sh -c 'echo $$ > "$0"; exec head -c 64M /dev/urandom' "$T/child" </dev/null >/dev/null 2>"$T/err" 3>&- &
+    local bl=$! child locks
+    track_pid "$bl"
+    poll_until 10 grep -q '^PUT ' "$FAULT_LOG" || fail "no PUT reached the server: $(cat "$T/err")"
+    child=$(cat "$T/child")
+    # The server reads nothing: the upload waits (incompressible bytes: the
+    # parts are full), the command blocks on its pipe, for longer than the
+    # TTL. The lock is renewed all the while.
+    sleep 2.5
+    pid_alive "$child" || fail "the command ended: $(cat "$T/err")"
+    locks=$(rcli --scan --pattern 'buffer:lock:*')
+    [[ -n $locks ]] || fail "the lock expired while the upload waited: $(cat "$T/err")"
+    # SIGTERM reaches the command while the upload still waits.
+    kill -TERM "$bl"
+    local t0
+    t0=$(now_us)
+    poll_until 3 bash -c "! kill -0 $child 2>/dev/null" || fail "the command did not get the SIGTERM"
+    wait_for_exit "$bl" 15 || fail "bufferlock did not finish"
+    reap "$bl"
+    assert_equal "$REAPED_STATUS" 143
+    # The command failed: its upload is given up at once, not waited out
+    # (--store-timeout 6), and the lock is released while it is still ours.
+    (($(elapsed_ms "$t0") < 4000)) || fail "ended $(elapsed_ms "$t0") ms after the SIGTERM"
+    run cat "$T/err"
+    [[ $output != *lost* ]] || fail "stderr: $output"
+    [[ -z $(rcli --scan --pattern 'buffer:lock:*') ]] || fail "the lock was not released"
+}
