@@ -127,3 +127,22 @@ teardown() {
     run --separate-stderr blc --store "$url" --tls-ca "$TLS_CA" "$K" false
     assert_output "$first"
 }
+
+@test "https: an output over 1 MiB goes up as one chunked PUT through TLS and comes back whole" {
+    local url
+    url=$(https_url)
+    head -c $((5 * 1024 * 1024 + 123)) /dev/urandom >"$T/5m"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" \
+        "$BL" cache --cache-dir "$C" --store "$url" --tls-ca "$TLS_CA" "$K" cat "$T/5m"
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/5m" "$T/out"
+    poll_until 5 bash -c "grep -q '^PUT .*/$HTTP_T/' '$HTTP_DIR/access.log'" || true
+    [[ $(requests PUT) =~ ^"PUT "[^\ ]*"/$HTTP_T/$(obj "$K") 201 cl="[0-9]+" te=chunked"$ ]] ||
+        fail "not one chunked PUT: $(requests PUT)"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" \
+        "$BL" cache --cache-dir "$C" --store "$url" --tls-ca "$TLS_CA" "$K" false
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/5m" "$T/hit"
+}
