@@ -29,7 +29,7 @@
 #     here, stopped by pid; skipped with a note without nginx or curl): a
 #     hit of a 500 MiB incompressible entry (100 MiB with --quick) vs
 #     `curl -s URL -o FILE` of the same bytes from the same nginx; the
-#     store (a --force build, whose upload is one PUT) vs `curl -T FILE URL`;
+#     store (a --force build, streamed by one chunked PUT) vs `curl -T FILE URL`;
 #     the peak RSS of the restore
 #
 # Timing is done by bench/spawn.c (posix_spawn + wait4), built here with
@@ -507,10 +507,11 @@ else
             err "after the timed uploads, a hit did not print the payload"
         fi
         f_ran=1
-        echo "  (xtrue here: vs the first tool; hhit = a hit to /dev/null (bufferlock spools the"
-        echo "   GET to an unnamed local file and verifies it before serving), hget = curl -s URL -o FILE;"
-        echo "   hput = a --force build cat-ing the payload, stored by one PUT, hcput = curl -T FILE URL;"
-        echo "   hfile = the same build into the file store with --compress: hput less its upload;"
+        echo "  (xtrue here: vs the first tool; hhit = a hit to /dev/null (bufferlock reads the object's"
+        echo "   tail, GETs the body range to an unnamed local file and verifies it before serving),"
+        echo "   hget = curl -s URL -o FILE; hput = a --force build cat-ing the payload, streamed by one"
+        echo "   chunked PUT as it comes, hcput = curl -T FILE URL;"
+        echo "   hfile = the same build into the file store with --compress: hput without its upload;"
         echo "   object $(stat -c %s "$f_obj" 2>/dev/null || echo '?') bytes, payload $F_SIZE bytes)"
     fi
     stop_nginx
@@ -601,7 +602,7 @@ if ((f_ran)); then
         "store $(ms "${a_med[hput.http.null]}" 1) / PUT $(ms "${a_med[hcput.http.null]}" 1) ms;" \
         "the storing build's peak RSS ${a_rss[hput.http.null]} KiB)"
     if ! any_failed hput.http.null hfile.http.null hcput.http.null; then
-        echo "      (the upload alone, store less the same build into the file store, / curl -T:" \
+        echo "      (store less the same build into the file store, / curl -T (the upload overlaps the build):" \
             "$(awk -v s="${a_med[hput.http.null]}" -v f="${a_med[hfile.http.null]}" \
                 -v c="${a_med[hcput.http.null]}" 'BEGIN { printf "%.2f", (s - f) / c }')x)"
     fi
