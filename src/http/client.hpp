@@ -31,7 +31,7 @@ struct HttpSettings {
   // that the caller's own duties (a command's signals, its lock's renewal)
   // keep their times; it must return at once. false: the upload is no
   // longer wanted (abandoned at once).
-  std::function<bool()> while_waiting;
+  bool (*while_waiting)() = nullptr;
 };
 
 // What a request came to: a status, or no answer at all (error says why).

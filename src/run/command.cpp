@@ -103,26 +103,38 @@ pid_t spawn(ChildSetup& setup) {
 #endif
 }
 
-// The duties of the run_child whose sink is running (single-threaded: one
-// at a time); a sink that waits runs them through while_sink_waits.
-const std::function<bool()>* sink_duties = nullptr;
+// The duties of the run_child under way (single-threaded: one at a time),
+// which a sink that waits runs through while_sink_waits: a function and its
+// closure, held without a copy or an allocation.
+struct Duties {
+  bool (*run)(const void*) = nullptr;
+  const void* closure = nullptr;
+};
+Duties sink_duties;
 
-struct SinkDuties {
-  explicit SinkDuties(const std::function<bool()>* d) : saved(sink_duties) { sink_duties = d; }
-  ~SinkDuties() { sink_duties = saved; }
+class SinkDuties {
+public:
+  template <class F>
+  explicit SinkDuties(const F& f)
+      : saved_(sink_duties) {
+    sink_duties = {[](const void* c) { return (*static_cast<const F*>(c))(); }, &f};
+  }
+  SinkDuties() : saved_(sink_duties) { sink_duties = {}; }
+  ~SinkDuties() { sink_duties = saved_; }
   SinkDuties(const SinkDuties&) = delete;
   SinkDuties& operator=(const SinkDuties&) = delete;
-  const std::function<bool()>* saved;
+
+private:
+  Duties saved_;
 };
 
 } // namespace
 
 bool while_sink_waits() {
-  // Not again from inside the duties (a tick's own waits).
-  const std::function<bool()>* duties = sink_duties;
-  if (!duties) return true;
-  const SinkDuties none(nullptr);
-  return (*duties)();
+  const Duties d = sink_duties;
+  if (!d.run) return true;
+  const SinkDuties none; // not again from inside the duties (a tick's own waits)
+  return d.run(d.closure);
 }
 
 int exec_command(const std::vector<std::string>& argv) {
@@ -240,11 +252,12 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   };
   // What a sink that waits lets run (while_sink_waits). Once the child is
   // reaped no tick may run (its pid could be another process's by then).
-  const std::function<bool()> duties = [&] {
+  const auto duties = [&] {
     forward_signals();
     if (next_tick_at != infinite_duration && monotonic_now() >= next_tick_at) next_tick_at = ticker->tick(child);
     return !exited || exit_status_from_wait(status) == 0;
   };
+  const SinkDuties for_sinks(duties);
   std::vector<char> buffer(sink || err_sink ? 65536 : 0);
   while (!exited || reads[0] || reads[1]) {
     int timeout_ms = -1;
@@ -265,12 +278,10 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     for (int i = 0; i < 2; ++i) {
       if (!reads[i] || !(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(reads[i].get(), buffer.data(), buffer.size());
-      if (n > 0) {
-        const SinkDuties scope(&duties);
+      if (n > 0)
         (*sinks[i])(buffer.data(), static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
+      else if (n == 0 || errno != EINTR)
         reads[i].reset(); // EOF
-      }
     }
   }
   if (!exited) ::waitpid(child, &status, 0);
