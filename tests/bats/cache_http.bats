@@ -91,30 +91,25 @@ teardown() {
     poll_until 5 _logged PUT 1 || true
     puts=$(requests PUT)
     assert_equal "$puts" "PUT /cache/$HTTP_T/$(obj "$K") 201 cl=$size te=-"
-    : >"$T/before"
-    requests >"$T/before"
+    local before
+    before=$(requests | wc -l)
     run --separate-stderr blh "$K" false
     assert_success
-    poll_until 5 _logged GET 2 || true
-    requests | tail -n +$(($(wc -l <"$T/before") + 1)) >"$T/hit"
+    poll_until 5 _logged GET 2 "$before" || true
+    requests_since "$before" >"$T/hit"
     # The last 64 KiB (header, trailer, footer), then the body: both partial (206).
     assert_equal "$(grep -c "^GET /cache/$HTTP_T/$(obj "$K") 206 " "$T/hit")" 2
     ! grep -qE '^(PUT|DELETE) ' "$T/hit" || fail "a hit changed the store: $(cat "$T/hit")"
     # An object shorter than 64 KiB comes whole with its tail: one GET.
     blh small echo small >/dev/null
-    : >"$T/before"
-    requests >"$T/before"
+    before=$(requests | wc -l)
     run --separate-stderr blh small false
     assert_output small
-    poll_until 5 _logged_since "$(wc -l <"$T/before")" GET 1 || true
-    requests | tail -n +$(($(wc -l <"$T/before") + 1)) >"$T/hit"
+    poll_until 5 _logged GET 1 "$before" || true
+    requests_since "$before" >"$T/hit"
     assert_equal "$(grep -c "^GET /cache/$HTTP_T/$(obj small) 206 " "$T/hit")" 1
     assert_equal "$(grep -c "^GET " "$T/hit")" 1
 }
-
-# _logged_since N METHOD M: nginx logged M requests of METHOD for this test
-# after its first N requests, or more.
-_logged_since() { (($(requests | tail -n +$(($1 + 1)) | grep -c "^$2 ") >= $3)); }
 
 # _no_temp_files: nginx holds no request body.
 _no_temp_files() { [[ -z $(find "$HTTP_ROOT/.tmp" -type f 2>/dev/null) ]]; }

@@ -137,7 +137,7 @@ teardown() {
     assert_success
     assert_stderr_empty
     assert_same_bytes "$T/5m" "$T/out"
-    poll_until 5 bash -c "grep -q '^PUT .*/$HTTP_T/' '$HTTP_DIR/access.log'" || true
+    poll_until 5 _logged PUT 1 || true
     [[ $(requests PUT) =~ ^"PUT "[^\ ]*"/$HTTP_T/$(obj "$K") 201 cl="[0-9]+" te=chunked"$ ]] ||
         fail "not one chunked PUT: $(requests PUT)"
     run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" \

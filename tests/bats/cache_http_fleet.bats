@@ -166,7 +166,7 @@ assert_no_local_entries() {
     kill -TERM "$bl"
     local t0
     t0=$(now_us)
-    poll_until 3 bash -c "! kill -0 $child 2>/dev/null" || fail "the command did not get the SIGTERM"
+    wait_for_exit "$child" 3 || fail "the command did not get the SIGTERM"
     wait_for_exit "$bl" 15 || fail "bufferlock did not finish"
     reap "$bl"
     assert_equal "$REAPED_STATUS" 143

@@ -367,8 +367,12 @@ assert_read_warning() {
 # _runs_at_least N: the counted command ran N times or more.
 _runs_at_least() { (($(runs) >= $1)); }
 
-# _logged METHOD N: nginx logged N requests of METHOD for this test, or more.
-_logged() { (($(requests "$1" | wc -l) >= $2)); }
+# requests_since N: this test's requests after its first N.
+requests_since() { requests | tail -n +$(($1 + 1)); }
+
+# _logged METHOD N [AFTER]: nginx logged N requests of METHOD for this test
+# (after its first AFTER), or more.
+_logged() { (($(requests_since "${3:-0}" | grep -c "^$1 ") >= $2)); }
 
 # assert_within MS BOUND_MS: the call did not hang (BOUND_MS plus room for load).
 assert_within() {

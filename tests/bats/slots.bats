@@ -255,8 +255,7 @@ start_trio() {
     # cannot see them end early)
     local h
     for h in a b; do
-        "$BL" --slots 2 "${QUORUM[@]}" "$K" sh -c 'echo "$BUFFERLOCK_SLOT" > "$0"
-            while [ ! -e "$1" ]; do sleep 0.05; done' "$T/$h" "$T/go" \
+        "$BL" --slots 2 "${QUORUM[@]}" "$K" sh -c 'echo "$BUFFERLOCK_SLOT" > "$1"; '"$GATE_WAIT" "$T/go" "$T/$h" \
             </dev/null >/dev/null 2>"$T/$h.err" &
         track_pid $!
         wait_for_file "$T/$h" 5 || fail "no slot for $h: $(cat "$T/$h.err")"
