@@ -106,7 +106,7 @@ build_sanitize() {
   say "building (AddressSanitizer + UndefinedBehaviorSanitizer, gcov counters)"
   # Counters of an earlier build would not match the objects rebuilt now.
   [ ! -d build-sanitize ] || find build-sanitize -name '*.gcda' -delete
-  configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DBUFFERLOCK_COVERAGE=ON \
+  configure_and_build build-sanitize -DBUFFERLOCK_SANITIZE=ON -DBUFFERLOCK_COVERAGE=ON -DBUFFERLOCK_REQUIRE_TESTS=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
 }
 
@@ -181,7 +181,7 @@ build)
 test)
   install_packages "${build_packages[@]}" "${test_packages[@]}"
   say "building (Release)"
-  configure_and_build build -DBUFFERLOCK_TESTS=ON
+  configure_and_build build -DBUFFERLOCK_TESTS=ON -DBUFFERLOCK_REQUIRE_TESTS=ON
   run_tests build release
   if [ "${BUFFERLOCK_SKIP_SANITIZE:-0}" != 1 ]; then
     build_sanitize

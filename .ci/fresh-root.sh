@@ -30,7 +30,12 @@ mapfile -t commands < <(awk '/^## Quick start/ { q = 1 } q && /^```sh/ { c = 1; 
 case $which in
 BUILD) commands=("${commands[0]}") ;;
 TEST) commands=("${commands[1]}") ;;
-ALL) ;;
+ALL)
+  # Between the two, before the test dependencies are there: a packager's
+  # plain cmake configures and builds, leaving the tests out with one message.
+  packager='cmake -S . -B build-plain | grep -F "tests left out" && cmake --build build-plain -j "$(nproc)" >/dev/null && build-plain/bufferlock --version | head -n 1 && rm -rf build-plain'
+  commands=("${commands[0]}" "$packager" "${commands[1]}")
+  ;;
 *) echo "usage: $0 [BUILD|TEST|ALL]" >&2; exit 64 ;;
 esac
 

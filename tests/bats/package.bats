@@ -164,3 +164,30 @@ EOF
     assert_line /usr/share/zsh/site-functions/_bufferlock
     assert_line /usr/share/fish/vendor_completions.d/bufferlock.fish
 }
+
+@test "a plain cmake configure without the test dependencies leaves the tests out, with one message" {
+    local repo out
+    repo="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+    out="$BATS_TEST_TMPDIR/plain"
+    # As on a machine without libgtest-dev and nlohmann-json3-dev.
+    run cmake -S "$repo" -B "$out" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
+        -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON
+    assert_success
+    assert_equal "$(grep -c 'tests left out' <<<"$output")" 1
+    assert_output --partial 'tests left out: GoogleTest (libgtest-dev), nlohmann-json (nlohmann-json3-dev) not found'
+    assert_output --partial 'tests OFF'
+    run cmake --build "$out" --target help
+    assert_success
+    assert_line --partial 'bufferlock'
+    refute_output --partial 'unit_tests'
+    # BUILD_TESTING=OFF, CTest's convention, leaves them out as well.
+    run cmake -S "$repo" -B "$BATS_TEST_TMPDIR/off" -DBUILD_TESTING=OFF
+    assert_success
+    assert_output --partial 'tests OFF'
+    refute_output --partial 'tests left out'
+    # build.sh asks for them: a missing one is an error there, not a skip.
+    run cmake -S "$repo" -B "$BATS_TEST_TMPDIR/req" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
+        -DBUFFERLOCK_REQUIRE_TESTS=ON
+    assert_failure
+    assert_output --partial 'the tests need GoogleTest (libgtest-dev)'
+}
