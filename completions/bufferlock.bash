@@ -1,8 +1,11 @@
 # bash completion for bufferlock(1)                          -*- shell-script -*-
 #
-# Needs the bash-completion package (_init_completion, _filedir,
-# _command_offset). Installed as .../bash-completion/completions/bufferlock,
-# it is loaded on demand the first time "bufferlock <TAB>" is completed.
+# Uses the bash-completion package's helpers (_init_completion, _filedir,
+# _command_offset) where they are loaded. Installed as
+# .../bash-completion/completions/bufferlock, it is loaded on demand the first
+# time "bufferlock <TAB>" is completed. Sourced in a bash without that package
+# (a container, a minimal install), it falls back on plain compgen: the words
+# split at blanks only, files and commands without bash-completion's extras.
 #
 # The command line is read the way bufferlock reads it: an optional
 # subcommand first, then options, then KEY (the first word that is not an
@@ -73,7 +76,11 @@ _bufferlock()
 {
     local cur prev words cword split
     # -n : keeps KEYs such as "deploy:prod" in one word; -s splits --opt=value.
-    _init_completion -s -n : || return
+    if declare -F _init_completion >/dev/null; then
+        _init_completion -s -n : || return
+    else
+        _bufferlock_init
+    fi
 
     local subcommands="run cache status acquire release extend list"
 
@@ -133,7 +140,13 @@ _bufferlock()
             --command=*) return ;;
         esac
         ((cword < cmd_at)) && return
-        _bufferlock_command_offset "$cmd_at"
+        if declare -F _command_offset >/dev/null; then
+            _bufferlock_command_offset "$cmd_at"
+        elif ((cword == cmd_at)); then
+            mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+        else
+            _bufferlock_files
+        fi
         return
     fi
 
@@ -153,16 +166,16 @@ _bufferlock()
     fi
     case $value_of in
         -d | --dir | --cache-dir)
-            _filedir -d
+            _bufferlock_files -d
             return
             ;;
         --messages | --tls-ca | --tls-cert | --tls-key | --depends | --output | --sign-key)
-            _filedir
+            _bufferlock_files
             return
             ;;
         -r | --redis)
             _bufferlock_reply 'redis://localhost:6379/0 rediss://localhost:6379/0 unix:/// redis-sentinel://localhost:26379'
-            __ltrim_colon_completions "$cur"
+            _bufferlock_ltrim_colon
             compopt -o nospace
             return
             ;;
@@ -188,6 +201,12 @@ _bufferlock()
             ;;
         --slots)
             _bufferlock_reply '2 3 4 8'
+            return
+            ;;
+        --store)
+            _bufferlock_reply 'file redis http:// https://'
+            _bufferlock_ltrim_colon
+            compopt -o nospace
             return
             ;;
         -c | --command | --namespace | --connect-timeout | --io-timeout | \
@@ -228,6 +247,52 @@ _bufferlock_command_offset()
         ((k++))
     done
     _command_offset "$n"
+}
+
+# Without bash-completion: what _init_completion -s -n : sets, from the line
+# up to the cursor split at blanks (so "deploy:prod" stays one word).
+_bufferlock_init()
+{
+    local line=${COMP_LINE:0:COMP_POINT}
+    read -r -a words <<<"$line"
+    [[ -z $line || $line == *[[:blank:]] ]] && words+=("")
+    cword=$((${#words[@]} - 1))
+    cur=${words[cword]}
+    prev=${words[cword - 1]:-}
+    split=false
+    if [[ $cur == --?*=* ]]; then
+        prev=${cur%%=*}
+        cur=${cur#*=}
+        split=true
+    fi
+}
+
+# File (or, with -d, directory) names for the word at the cursor.
+_bufferlock_files()
+{
+    if declare -F _filedir >/dev/null; then
+        _filedir "$@"
+        return
+    fi
+    local kind=-f
+    [[ ${1:-} == -d ]] && kind=-d
+    compopt -o filenames 2>/dev/null
+    mapfile -t COMPREPLY < <(compgen "$kind" -- "$cur")
+}
+
+# Readline replaces only the part of the word after its last colon: drop the
+# rest from each candidate (bash-completion's __ltrim_colon_completions).
+_bufferlock_ltrim_colon()
+{
+    if declare -F __ltrim_colon_completions >/dev/null; then
+        __ltrim_colon_completions "$cur"
+        return
+    fi
+    [[ $cur == *:* && $COMP_WORDBREAKS == *:* ]] || return
+    local prefix=${cur%"${cur##*:}"} i
+    for i in "${!COMPREPLY[@]}"; do
+        COMPREPLY[i]=${COMPREPLY[i]#"$prefix"}
+    done
 }
 
 complete -F _bufferlock bufferlock

@@ -197,6 +197,44 @@ no_command_where_none_goes() {
     expect_offered_like '(^|/)subdir/?$'
 }
 
+# --- bash without the bash-completion package -----------------------------------
+# (a container, a minimal install): the script falls back on plain compgen.
+
+@test "bash without bash-completion: subcommands as the first word" { subcommands_first bash-plain; }
+@test "bash without bash-completion: long options by prefix, per subcommand" { long_option_prefix bash-plain; }
+@test "bash without bash-completion: exactly the options of --help and cache --help" { options_match_help bash-plain; }
+@test "bash without bash-completion: directories for --dir, -d, --cache-dir" { directories_for_dir_options bash-plain; }
+@test "bash without bash-completion: files for --messages" { files_for_messages bash-plain; }
+@test "bash without bash-completion: URL starts for --redis" { url_starts_for_redis bash-plain; }
+@test "bash without bash-completion: the command after KEY is completed as a command" { command_after_key bash-plain; }
+@test "bash without bash-completion: nothing after KEY where no command goes" { no_command_where_none_goes bash-plain; }
+
+@test "bash without bash-completion: no error on stderr, --opt=value forms complete" {
+    offers bash-plain 'bufferlock --on-lost='
+    assert_equal "$(shown)" "term warn "
+    assert_equal "$stderr" ""
+    offers bash-plain 'bufferlock cache --w'
+    assert_equal "$(shown)" "--wait "
+    assert_equal "$stderr" ""
+}
+
+# --- --store's values, in every shell ---------------------------------------------
+
+@test "every shell offers file, redis, http:// and https:// for cache --store" {
+    local sh
+    for sh in bash bash-plain zsh fish; do
+        case $sh in
+        bash) [[ -r /usr/share/bash-completion/bash_completion ]] || continue ;;
+        zsh | fish) command -v "$sh" >/dev/null || continue ;;
+        esac
+        offers "$sh" 'bufferlock cache --store '
+        expect_offered file redis http:// https://
+        offers "$sh" 'bufferlock cache --store ht'
+        expect_offered http:// https://
+        expect_not_offered file redis
+    done
+}
+
 # --- zsh -----------------------------------------------------------------------
 
 @test "zsh: subcommands as the first word" { need_shell zsh; subcommands_first zsh; }

@@ -24,13 +24,16 @@ export HOME=$scratch XDG_CONFIG_HOME=$scratch/config XDG_DATA_HOME=$scratch/data
     XDG_CACHE_HOME=$scratch/cache
 
 case $shell in
-bash)
+bash | bash-plain)
+    # bash-plain: a bash without the bash-completion package.
+    init='source /usr/share/bash-completion/bash_completion || exit 3'
+    [[ $shell == bash ]] || init=':'
     # The words as readline splits them: at blanks, and at each character
     # of COMP_WORDBREAKS that bash-completion cares about (= and :), which
     # become words of their own. No quoting: the tests do not need it.
     # shellcheck disable=SC2016
     bash --norc --noprofile -c '
-        source /usr/share/bash-completion/bash_completion || exit 3
+        eval "$3"
         source "$1/bufferlock.bash" || exit 3
         # Outside a real completion, compopt complains; what it sets (no
         # space after a match) is not part of the list anyway.
@@ -55,7 +58,7 @@ bash)
         COMPREPLY=()
         _bufferlock bufferlock "$cur" "$prev"
         printf "%s\n" "${COMPREPLY[@]}"
-    ' bash "$dir" "$line" | sed '/^$/d' | sort -u
+    ' bash "$dir" "$line" "$init" | sed '/^$/d' | sort -u
     exit "${PIPESTATUS[0]}"
     ;;
 zsh)
