@@ -169,6 +169,8 @@ int app_main(int argc, char** argv) {
       }
     }
     protect_secrets(argc, argv, o);
+    if (o.command == Command::run && !o.key.empty())
+      suggest_subcommand_when_not_found(subcommand_near(o.key)); // `bufferlock cach k -- make`
     switch (o.command) {
     case Command::help: return write_stdout(help_text(o.help_topic));
     case Command::version: return write_stdout(version_text());

@@ -580,6 +580,15 @@ bool looks_like_option(const std::string& word) {
   return CLI::detail::split_short(word, name, value) && !(name[0] >= '0' && name[0] <= '9');
 }
 
+// A word right after KEY that names one of our options is a slip, not a
+// command (`cache k --depends x -- make` would run "--depends"): no command
+// is called that. `-- CMD` runs one that is.
+void refuse_option_after_key(const Options& o, std::string_view word) {
+  if (word.size() < 2 || word[0] != '-') return;
+  const std::string_view name = word.starts_with("--") ? word.substr(0, word.find('=')) : word.substr(0, 2);
+  if (decl_named(name)) usage(Msg::usage_option_after_key, {{"option", name}, {"key", o.key}});
+}
+
 // The command after KEY: `-- CMD...`, `-c STRING`, or CMD... verbatim.
 void parse_command_words(Parsed& p, std::vector<std::string>::const_iterator it,
                          std::vector<std::string>::const_iterator end) {
@@ -596,6 +605,8 @@ void parse_command_words(Parsed& p, std::vector<std::string>::const_iterator it,
       if (shell) usage(Msg::usage_command_twice);
       shell = attached ? std::string(first.substr(10)) : *(it + 1);
       it = end;
+    } else {
+      refuse_option_after_key(o, first);
     }
   }
   if (it != end && shell) usage(Msg::usage_command_twice);
@@ -776,9 +787,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   if (p.wait) {
     o.wait = *p.wait;
   } else if (const char* env_wait = env_value(getenv, env_of(Opt::wait))) {
-    auto d = parse_duration(env_wait, AllowInfinite::yes);
-    if (!d) usage(Msg::usage_bad_env, {{"option", env_of(Opt::wait)}, {"value", env_wait}});
-    o.wait = *d;
+    o.wait = duration_value(env_of(Opt::wait), env_wait, AllowInfinite::yes, Msg::usage_bad_wait);
   } else if (o.command == Command::cache) {
     o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
   }
@@ -995,6 +1004,30 @@ private:
 
 bool is_subcommand(std::string_view word) {
   return std::find(subcommands.begin(), subcommands.end(), word) != subcommands.end();
+}
+
+namespace {
+
+// Whether `a` becomes `b` by one insertion, deletion, substitution or swap of
+// two neighbours.
+bool one_edit_apart(std::string_view a, std::string_view b) {
+  if (a.size() > b.size()) std::swap(a, b);
+  if (b.size() - a.size() > 1) return false;
+  std::size_t i = 0;
+  while (i < a.size() && a[i] == b[i])
+    ++i;
+  if (i == a.size()) return a.size() != b.size(); // a prefix one shorter (equal: no edit)
+  if (a.size() < b.size()) return a.substr(i) == b.substr(i + 1);
+  if (a.substr(i + 1) == b.substr(i + 1)) return true;
+  return i + 1 < a.size() && a[i] == b[i + 1] && a[i + 1] == b[i] && a.substr(i + 2) == b.substr(i + 2);
+}
+
+} // namespace
+
+std::string_view subcommand_near(std::string_view key) {
+  for (const std::string_view s : subcommands)
+    if (one_edit_apart(key, s)) return s;
+  return {};
 }
 
 namespace {

@@ -145,5 +145,8 @@ std::string help_text(Command topic);
 
 // Whether `word` names a subcommand (so an implicit KEY cannot be spelled so).
 bool is_subcommand(std::string_view word);
+// The subcommand that `key` is one typing slip away from ("cach"), if any:
+// said when KEY's command cannot be found.
+std::string_view subcommand_near(std::string_view key);
 
 } // namespace bufferlock

@@ -27,6 +27,7 @@ namespace bufferlock {
   X(usage_bad_command_line, "the command line could not be read")                                            \
   X(usage_extra_argument, "unexpected argument '%{value}'")                                                  \
   X(usage_command_twice, "both -c and a command after KEY were given")                                       \
+  X(usage_option_after_key, "option '%{option}' after KEY '%{key}': options go before KEY")                  \
   X(usage_shell_one_word, "%{option} takes exactly one shell command")                                       \
   X(usage_key_is_subcommand,                                                                                 \
     "KEY '%{key}' is also a subcommand: use 'bufferlock run %{key} ...' or put '--' before it")              \
@@ -87,6 +88,8 @@ namespace bufferlock {
   X(lock_timeout_holder, "gave up waiting for '%{key}' after %{seconds}s (%{holder})")                       \
   X(lock_released, "released '%{key}'")                                                                      \
   X(exec_failed, "cannot run %{command}: %{error}")                                                          \
+  X(exec_not_found_did_you_mean,                                                                             \
+    "cannot run %{command}: %{error} (did you mean 'bufferlock %{subcommand}'?)")                            \
   X(fork_failed, "cannot start %{command}: %{error}")                                                        \
   X(status_failed, "cannot read the state of %{path}: %{error}")                                             \
   X(list_failed, "cannot list the locks in %{path}: %{error}")                                               \

@@ -26,6 +26,17 @@ namespace bufferlock {
 
 namespace {
 
+std::string not_found_subcommand; // suggest_subcommand_when_not_found
+
+// Why the command could not be run, with the subcommand it may have been
+// meant as when it was not found.
+std::string exec_failed_text(const char* command, int err) {
+  if (err == ENOENT && !not_found_subcommand.empty())
+    return message(Msg::exec_not_found_did_you_mean,
+                   {{"command", command}, {"error", errno_text(err)}, {"subcommand", not_found_subcommand}});
+  return message(Msg::exec_failed, {{"command", command}, {"error", errno_text(err)}});
+}
+
 constexpr std::array forwarded_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 // argv for execvp: pointers into `argv`, then NULL.
@@ -80,7 +91,7 @@ int child_main(void* arg) {
   const int err = errno;
   setup->exec_errno = err;
   if (setup->child_reports)
-    diag::error(message(Msg::exec_failed, {{"command", setup->argv[0]}, {"error", errno_text(err)}}));
+    diag::error(exec_failed_text(setup->argv[0], err));
   ::_exit(exec_failure_status(err));
 }
 
@@ -137,6 +148,8 @@ bool while_sink_waits() {
   return d.run(d.closure);
 }
 
+void suggest_subcommand_when_not_found(std::string_view subcommand) { not_found_subcommand = subcommand; }
+
 int exec_command(const std::vector<std::string>& argv) {
   const std::vector<char*> args = c_argv(argv);
 #ifdef BUFFERLOCK_COVERAGE
@@ -145,7 +158,7 @@ int exec_command(const std::vector<std::string>& argv) {
 #endif
   ::execvp(args[0], args.data());
   const int err = errno;
-  diag::error(message(Msg::exec_failed, {{"command", argv[0]}, {"error", errno_text(err)}}));
+  diag::error(exec_failed_text(argv[0].c_str(), err));
   return exec_failure_status(err);
 }
 
@@ -227,7 +240,7 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   if (child < 0) return fail(Msg::fork_failed, errno);
   if (setup.exec_errno != 0 && !setup.child_reports) {
     // The child could not exec; it exits 126/127, which waitpid reports below.
-    diag::error(message(Msg::exec_failed, {{"command", argv[0]}, {"error", errno_text(setup.exec_errno)}}));
+    diag::error(exec_failed_text(argv[0].c_str(), setup.exec_errno));
   }
   // Only the child writes: EOF comes when it (and its children) close them.
   writes[0].reset();

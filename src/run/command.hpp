@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bufferlock {
@@ -16,6 +17,10 @@ namespace bufferlock {
 // on failure, after printing why, with the status to exit with: 127 when the
 // command was not found, 126 when it was found but could not be executed.
 int exec_command(const std::vector<std::string>& argv);
+
+// A command that is not found is then reported with "did you mean
+// 'bufferlock SUBCOMMAND'?" (KEY was a slip for that subcommand).
+void suggest_subcommand_when_not_found(std::string_view subcommand);
 
 // The longest KEY for which "BUFFERLOCK_KEY=KEY" fits in one environment
 // string (the kernel's MAX_ARG_STRLEN of 131072 bytes, NUL included).

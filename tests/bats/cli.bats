@@ -120,13 +120,17 @@ load helpers
     assert_output "dash-c ran with: echo shell"
 }
 
-@test "a first command word that looks like an option is a command, not an option" {
+@test "a first command word that is one of our options runs after --, and is a slip without" {
     mkdir -p "$T/bin"
     printf '#!/bin/sh\necho "dash-n ran with: $*"\n' >"$T/bin/-n"
     chmod +x "$T/bin/-n"
-    PATH="$T/bin:$PATH" run --separate-stderr bl -d "$D" "$K" -n -v
+    PATH="$T/bin:$PATH" run --separate-stderr bl -d "$D" "$K" -- -n -v
     assert_success
     assert_output "dash-n ran with: -v"
+    PATH="$T/bin:$PATH" run --separate-stderr bl -d "$D" "$K" -n -v
+    assert_equal "$status" 64
+    assert_output ""
+    assert_equal "$stderr" "bufferlock: option '-n' after KEY '$K': options go before KEY (see 'bufferlock --help')"
 }
 
 @test "bundled short options: -nv" {

@@ -354,7 +354,13 @@ TEST(CliTraps, TheCommandsOwnFlagsAreNeverParsed) {
   EXPECT_EQ(parse({"[a,b]", "echo", "[c,d]", "{}"}).key, "[a,b]");
   EXPECT_EQ(parse({"[a,b]", "echo", "[c,d]", "{}"}).argv, (Words{"echo", "[c,d]", "{}"}));
   EXPECT_EQ(parse({"k", "--", "--help"}).argv, (Words{"--help"}));
-  EXPECT_EQ(parse({"k", "--help"}).argv, (Words{"--help"}));
+  EXPECT_EQ(parse({"k", "--", "-w", "5"}).argv, (Words{"-w", "5"}));
+  EXPECT_EQ(parse({"k", "--no-such-option"}).argv, (Words{"--no-such-option"}));
+  // The first word after KEY naming one of our options is a slip: options go before KEY.
+  EXPECT_NE(usage_error({"k", "--help"}).find("option '--help' after KEY 'k': options go before KEY"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"k", "--wait=5", "true"}).find("option '--wait' after KEY"), std::string::npos);
+  EXPECT_NE(usage_error({"k", "-nv", "true"}).find("option '-n' after KEY"), std::string::npos);
 }
 
 TEST(CliTraps, AnEmptyEqualsValueIsAValueNotTheNextWord) {
