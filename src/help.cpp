@@ -18,8 +18,10 @@ std::string_view help_prose(Command topic, HelpPart part) {
     if (part == HelpPart::intro)
       return R"HELP(Usage:
   bufferlock cache [OPTIONS] KEY [--] COMMAND [ARG...]
-  bufferlock cache [--cache-dir DIR] --drop KEY
-  bufferlock cache [--cache-dir DIR] [--max-age SECONDS] [--max-size SIZE] --gc
+  bufferlock cache [--cache-dir DIR] [--store STORE] [-r URL] --drop KEY
+  bufferlock cache [--cache-dir DIR] [--store STORE] [-r URL] [--max-age SECONDS]
+                   [--max-size SIZE] --gc
+  bufferlock cache [--cache-dir DIR] [--store STORE] [-r URL] [--json] --list
 
 Builds COMMAND's standard output once and serves it to every caller: a fresh
 entry is printed without running COMMAND; on a miss the first caller takes the
