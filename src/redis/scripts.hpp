@@ -63,22 +63,24 @@ inline constexpr RedisScript renew_script{"if redis.call('GET', KEYS[1]) == ARGV
 // or the server's clock went back by about a day. TIME before a write needs
 // the script's effects replicated: the default from Redis 5 on, asked for
 // (redis.replicate_commands) on 3.2 to 4; a server older than that cannot,
-// and keeps the counter without a TTL, as before.
+// and keeps the counter without a TTL, as before. The clock and the counter
+// come before the slot is written: a script that an ACL refuses one of
+// them (the server does not undo a script's writes) leaves no lock behind.
 inline constexpr RedisScript acquire_slots_script{
     "local clock = redis.replicate_commands and redis.replicate_commands() local free for i = 2, #KEYS, "
     "2 do local v = redis.call('GET', KEYS[i]) if v == ARGV[1] then "
     "redis.call('PEXPIRE', KEYS[i], ARGV[2]) local f = redis.call('HGET', KEYS[i+1], 'fence') if f "
     "then redis.call('PEXPIRE', KEYS[i+1], ARGV[2]) return {i/2-1, tonumber(f)} end free = i break "
     "end if not v and not free then free = i end end if not free then return false end "
-    "redis.call('SET', KEYS[free], ARGV[1], 'PX', ARGV[2]) local f = redis.call('INCR', KEYS[1]) "
-    "if clock then local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + "
-    "math.floor(tonumber(t[2]) / 1000) if f < now then f = now redis.call('SET', KEYS[1], f) end "
-    "redis.call('PEXPIRE', KEYS[1], math.max(86400000, tonumber(ARGV[2]))) end "
+    "local t = clock and redis.call('TIME') local f = redis.call('INCR', KEYS[1]) if t then "
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) if f < now then f = now "
+    "redis.call('SET', KEYS[1], f) end redis.call('PEXPIRE', KEYS[1], math.max(86400000, "
+    "tonumber(ARGV[2]))) end redis.call('SET', KEYS[free], ARGV[1], 'PX', ARGV[2]) "
     "local pid, host, since, key = string.match(ARGV[3], '^(%d*)\\n([^\\n]*)\\n(%d*)\\n(.*)$') "
     "redis.call('DEL', KEYS[free+1]) redis.call('HMSET', KEYS[free+1], 'token', ARGV[1], 'pid', pid "
     "or '', 'host', host or '', 'since', since or '', 'fence', f, 'key', key or '') "
     "redis.call('PEXPIRE', KEYS[free+1], ARGV[2]) return {free/2-1, f}",
-    "bb945eb826dea5480b315fb79c20f674f8033edd", -1};
+    "ece505d55617d6581ce170037aaad55e515bff58", -1};
 
 // Compare-and-delete of a slot key and its holder record, then wakes one
 // waiter (as release_script). KEYS = {slot key, wake key, holder record}.

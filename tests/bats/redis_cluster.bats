@@ -497,20 +497,24 @@ ride_out() {
     rk=$(redis_key "$k")
     run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
     assert_success
-    assert_output "0 1"
+    assert_output "0 $(fence_counter "$n" "$k")"
     assert_stderr_empty
+    local first=${output#0 } held
     assert_equal "$(slot_of "{$rk}:fence")" "$(slot_of "$rk")"
     assert_equal "$(slot_of "{$rk}:slot:2:holder")" "$(slot_of "$rk")"
     "$BL" -r "$C2_URL" --slots 3 "$k" sleep 30 </dev/null >/dev/null 2>&1 &
     track_pid $!
     wait_for_key_state "$n" "$rk" present || fail "the holder did not take slot 0"
+    held=$(rcli_to "$n" HGET "{$rk}:holder" fence)
+    ((held > first)) || fail "fence $held after $first"
     run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
     assert_success
-    assert_output "1 3"
+    assert_output "1 $(fence_counter "$n" "$k")"
+    ((${output#1 } > held)) || fail "fence ${output#1 } after $held"
     run --separate-stderr bl status -r "$C2_URL" --slots 3 "$k"
     assert_success
     assert_output "free slots=1/3"
     run --separate-stderr bl status -r "$C2_URL" "$k"
     assert_failure 75
-    assert_output --regexp '^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=2$'
+    assert_output --regexp "^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=$held\$"
 }
