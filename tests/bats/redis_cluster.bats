@@ -437,6 +437,17 @@ done_in_split() {
     done
 }
 
+# gated_done: the command of a bl_bg run that waits at $T/gate ($GATE_WAIT)
+# is let go, and the run ends well, its output "done", without a word.
+gated_done() {
+    : >"$T/gate"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.out")" "done"
+    assert_equal "$(cat "$T/bg.err")" ""
+}
+
 @test "cluster: renewal rides out TRYAGAIN longer than its io timeout, without a warning" {
     local k start
     k=$(cluster_key_on C1)
@@ -455,12 +466,7 @@ done_in_split() {
     # a TTL after the last renewal before the split: renewed on C2 since
     while (($(date +%s%N) - start < 3500000000)); do sleep 0.05; done
     (($(rcli_to C2 PTTL "$RK") > 0)) || fail "the lock was not renewed after the migration: $(cat "$T/bg.err")"
-    : >"$T/gate"
-    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
-    reap "$BG_PID"
-    assert_equal "$REAPED_STATUS" 0
-    assert_equal "$(cat "$T/bg.out")" "done"
-    assert_equal "$(cat "$T/bg.err")" ""
+    gated_done
     assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
 }
 
@@ -483,12 +489,7 @@ done_in_split() {
         [[ $mode == ask ]] || (($(rcli_to C1 PTTL "{$RK}:holder") > 0)) || fail "$mode: its record was not renewed"
         assert_equal "$(cat "$T/bg.err")" ""
         close_slot
-        : >"$T/gate"
-        wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
-        reap "$BG_PID"
-        assert_equal "$REAPED_STATUS" 0
-        assert_equal "$(cat "$T/bg.out")" "done"
-        assert_equal "$(cat "$T/bg.err")" ""
+        gated_done
         assert_equal "$(rcli_to C2 EXISTS "$RK" "{$RK}:holder")" 0
     done
 }
