@@ -66,6 +66,16 @@ std::vector<std::string> status_keys(const std::vector<std::string>& slot_keys) 
   return keys;
 }
 
+// A holder record's pid, host, since, fence and key, as the status script
+// and HMGET give them (`f`: those five replies).
+void fill_holder(HolderInfo& h, redisReply* const* f) {
+  if (auto pid = parse_number<pid_t>(reply_text(f[0]))) h.pids.push_back(*pid);
+  h.host = reply_text(f[1]);
+  h.since_ns = parse_number<std::int64_t>(reply_text(f[2]));
+  h.fence = parse_number<std::uint64_t>(reply_text(f[3]));
+  if (f[4]->type == REDIS_REPLY_STRING && f[4]->len > 0) h.key = reply_text(f[4]);
+}
+
 // The status script's reply for `count` slot keys.
 RedisResult<std::vector<RedisSlotState>> parse_slot_states(const RedisResult<RedisReply>& reply,
                                                            std::size_t count) {
@@ -80,14 +90,38 @@ RedisResult<std::vector<RedisSlotState>> parse_slot_states(const RedisResult<Red
     if (f[0]->type != REDIS_REPLY_INTEGER)
       return redis_error(RedisError::Kind::protocol, "unexpected reply to the status script");
     out[i].pttl = f[0]->integer;
-    HolderInfo& h = out[i].holder;
-    if (auto pid = parse_number<pid_t>(reply_text(f[1]))) h.pids.push_back(*pid);
-    h.host = reply_text(f[2]);
-    h.since_ns = parse_number<std::int64_t>(reply_text(f[3]));
-    h.fence = parse_number<std::uint64_t>(reply_text(f[4]));
-    if (f[5]->type == REDIS_REPLY_STRING && f[5]->len > 0) h.key = reply_text(f[5]);
+    fill_holder(out[i].holder, f + 1);
     out[i].token = reply_text(f[6]);
   }
+  return out;
+}
+
+// TRYAGAIN: a multi-key command met a cluster slot in mid-migration.
+bool in_migration(const RedisError& e) { return e.kind == RedisError::Kind::server && is_tryagain(e.text); }
+
+// One slot's state as the status script gives it, read one key a command:
+// for a cluster slot in mid-migration (scripts.hpp).
+RedisResult<RedisSlotState> slot_state_by_key(RedisClient& client, const std::string& slot_key) {
+  const auto unexpected = [] { return redis_error(RedisError::Kind::protocol, "unexpected reply to PTTL"); };
+  RedisSlotState out;
+  auto pttl = client.command(slot_key, {"PTTL", slot_key});
+  if (auto* e = std::get_if<RedisError>(&pttl)) return *e;
+  if (std::get<RedisReply>(pttl)->type != REDIS_REPLY_INTEGER) return unexpected();
+  out.pttl = std::get<RedisReply>(pttl)->integer;
+  if (out.pttl == -2) return out;
+  auto value = client.command(slot_key, {"GET", slot_key});
+  if (auto* e = std::get_if<RedisError>(&value)) {
+    if (!e->text.starts_with("WRONGTYPE")) return *e; // not a string: no token, as the script says
+  } else if (std::get<RedisReply>(value)->type == REDIS_REPLY_STRING) {
+    out.token = reply_text(std::get<RedisReply>(value).get());
+  }
+  const std::string record = redis_holder_key(slot_key);
+  auto fields = client.command(record, {"HMGET", record, "token", "pid", "host", "since", "fence", "key"});
+  if (auto* e = std::get_if<RedisError>(&fields)) return *e;
+  const redisReply* r = std::get<RedisReply>(fields).get();
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 6 && r->element[0]->type == REDIS_REPLY_STRING &&
+      reply_text(r->element[0]) == out.token)
+    fill_holder(out.holder, r->element + 1);
   return out;
 }
 
@@ -99,7 +133,17 @@ bool same_holder(const HolderInfo& a, const HolderInfo& b) {
 
 RedisResult<std::vector<RedisSlotState>> redis_slot_states(RedisClient& client,
                                                            const std::vector<std::string>& slot_keys) {
-  return parse_slot_states(client.eval(status_slots_script, status_keys(slot_keys), {}), slot_keys.size());
+  auto states =
+      parse_slot_states(client.eval(status_slots_script, status_keys(slot_keys), {}, false), slot_keys.size());
+  const auto* e = std::get_if<RedisError>(&states);
+  if (!e || !in_migration(*e)) return states;
+  std::vector<RedisSlotState> out;
+  for (const auto& k : slot_keys) {
+    auto state = slot_state_by_key(client, k);
+    if (auto* err = std::get_if<RedisError>(&state)) return *err;
+    out.push_back(std::move(std::get<RedisSlotState>(state)));
+  }
+  return out;
 }
 
 RedisSlotState quorum_slot_state(const std::vector<RedisSlotState>& answers, std::size_t n, bool same_token) {
@@ -284,17 +328,28 @@ void RedisLock::held(Nanos sent_at) {
   if (quorum_) quorum_->set_timeouts(renewal);
 }
 
-RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms, Nanos tryagain_until) {
+namespace {
+
+// A compare-with-token script's answer: true when it acted.
+RedisResult<bool> acted(const RedisResult<RedisReply>& reply) {
+  if (const auto* e = std::get_if<RedisError>(&reply)) return *e;
+  const redisReply* r = std::get<RedisReply>(reply).get();
+  return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
+
+} // namespace
+
+RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms) {
   const RedisScript& script = release ? release_slot_script : renew_slot_script;
   const std::vector<std::string> keys =
       release ? std::vector<std::string>{slot_keys_[slot_], wake_key_, holder_keys_[slot_]}
               : std::vector<std::string>{slot_keys_[slot_], holder_keys_[slot_]};
   if (quorum_) return quorum_->compare(script, keys, token_, ms);
   auto once = [&]() -> RedisResult<bool> {
-    auto reply = client_.eval(script, keys, {token_, ms}, tryagain_until);
-    if (auto* e = std::get_if<RedisError>(&reply)) return *e;
-    const redisReply* r = std::get<RedisReply>(reply).get();
-    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    auto result = acted(client_.eval(script, keys, {token_, ms}, false));
+    if (const auto* e = std::get_if<RedisError>(&result); e && in_migration(*e))
+      return compare_by_key(release, ms);
+    return result;
   };
   const bool reused = client_.connected();
   auto result = once();
@@ -302,6 +357,19 @@ RedisResult<bool> RedisLock::compare_script(bool release, std::string_view ms, N
   // the server's idle timeout): that says nothing about the server now.
   if (const auto* e = std::get_if<RedisError>(&result); e && reused && e->kind == RedisError::Kind::dropped)
     result = once();
+  return result;
+}
+
+RedisResult<bool> RedisLock::compare_by_key(bool release, std::string_view ms) {
+  const std::string& key = slot_keys_[slot_];
+  auto result = release ? acted(client_.eval(unlock_key_script, {key}, {token_}))
+                        : acted(client_.eval(renew_script, {key}, {token_, ms}));
+  if (const auto* done = std::get_if<bool>(&result); !done || !*done) return result;
+  // The lock key decided. What follows only tidies: a waiter that misses the
+  // wake-up polls, a record left behind expires and, its token no longer the
+  // key's, is shown by nothing; so their errors are not the operation's.
+  if (release) (void)client_.eval(wake_script, {wake_key_}, {ms});
+  (void)client_.eval(holder_record_script, {holder_keys_[slot_]}, {token_, release ? "0" : ms});
   return result;
 }
 
@@ -327,16 +395,14 @@ RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLo
   return last;
 }
 
-RedisResult<bool> RedisLock::release_token() { return compare_script(true, wake_ttl_ms, Nanos(0)); }
+RedisResult<bool> RedisLock::release_token() { return compare_script(true, wake_ttl_ms); }
 
-RedisResult<bool> RedisLock::extend_token() { return compare_script(false, ttl_ms_, Nanos(0)); }
+RedisResult<bool> RedisLock::extend_token() { return compare_script(false, ttl_ms_); }
 
 void RedisLock::release() {
   if (lost_) return; // not ours any more: nothing to delete
-  // A slot in mid-migration (TRYAGAIN) is waited out for as long as the
-  // lock may still be ours: given up sooner, the lock would keep everyone
-  // else out until its TTL ends; after that, the TTL has freed it anyway.
-  auto released = compare_script(true, wake_ttl_ms, lease_.server_expiry());
+  // A slot in mid-migration is no error: compare_script then goes key by key.
+  auto released = compare_script(true, wake_ttl_ms);
   if (auto* e = std::get_if<RedisError>(&released)) {
     diag::warn(message(Msg::redis_unlock_failed, {{"server", server()}, {"error", e->text}}));
   } else if (!std::get<bool>(released)) {

@@ -98,9 +98,14 @@ private:
   // timeout) is replaced and the script sent again at once.
   // `release`: compare-and-delete, else compare-and-PEXPIRE (of the slot
   // taken and its holder record; of the key alone on a quorum).
-  // TRYAGAIN is retried until `tryagain_until` when that is later than the
-  // io timeout (RedisClient::eval).
-  RedisResult<bool> compare_script(bool release, std::string_view ms, Nanos tryagain_until);
+  // A cluster slot in mid-migration (TRYAGAIN, which lasts as long as the
+  // migration) is not waited out: compare_by_key does the same one key a
+  // command.
+  RedisResult<bool> compare_script(bool release, std::string_view ms);
+  // The lock key alone compared (and deleted or expired), then, when it was
+  // ours, the wake-up (release) and the holder record, one command each:
+  // commands of one key are served through a migration.
+  RedisResult<bool> compare_by_key(bool release, std::string_view ms);
   // The lock was taken by a request sent at `sent_at`: the lease starts,
   // and the connections take the timeouts of renewals.
   void held(Nanos sent_at);

@@ -94,16 +94,16 @@ RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
 
 RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vector<std::string_view>& args,
                                            const std::vector<std::string_view>* fallback, Nanos io_timeout,
-                                           Nanos tryagain_until) {
+                                           bool retry_tryagain) {
   // TRYAGAIN (a multi-key script on a slot in mid-migration, often after an
   // ASK) is retried from the start of the routing, with the waiting
   // back-off: once the slot has moved, the old node answers MOVED and the
   // new one runs the script (SPEC §13: release included). By default for
   // the io timeout counted from the start of the command, so that a
   // renewal attempt stays within the connect + io timeout that its lease
-  // allows for it (lock/lease.hpp); a caller that may wait longer says until when.
+  // allows for it (lock/lease.hpp).
   const Nanos until =
-      std::max(tryagain_until, monotonic_now() + (io_timeout.count() > 0 ? io_timeout : timeouts_.io));
+      retry_tryagain ? monotonic_now() + (io_timeout.count() > 0 ? io_timeout : timeouts_.io) : Nanos(0);
   Backoff backoff = tryagain_;
   auto conn = connection_for(key);
   bool asking = false;
@@ -113,6 +113,7 @@ RedisResult<RedisReply> RedisClient::keyed(std::string_view key, const std::vect
     const auto* e = std::get_if<RedisError>(&result);
     if (!e || e->kind != RedisError::Kind::server) return result;
     if (is_tryagain(e->text)) {
+      if (!retry_tryagain) return result;
       const Nanos left = until - monotonic_now();
       if (left.count() <= 0) return result;
       const timespec ts = to_timespec(std::min(left, jittered(backoff.next(), random_u32())));
@@ -176,21 +177,21 @@ RedisResult<RedisReply> RedisClient::command_on(const RedisUrl::Address& address
 
 RedisResult<RedisReply> RedisClient::command(std::string_view key, const std::vector<std::string_view>& args,
                                              Nanos io_timeout) {
-  return keyed(key, args, nullptr, io_timeout, Nanos(0));
+  return keyed(key, args, nullptr, io_timeout, true);
 }
 
 RedisResult<RedisReply> RedisClient::script(const RedisScript& script, std::string_view lock_key,
                                             std::string_view wake_key, std::string_view token,
                                             std::string_view ms) {
   const std::vector<std::string_view> eval = eval_args(script, lock_key, wake_key, token, ms);
-  return keyed(lock_key, evalsha_words(eval, script), &eval, Nanos(0), Nanos(0));
+  return keyed(lock_key, evalsha_words(eval, script), &eval, Nanos(0), true);
 }
 
 RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::vector<std::string>& keys,
-                                          const std::vector<std::string_view>& argv, Nanos tryagain_until) {
+                                          const std::vector<std::string_view>& argv, bool retry_tryagain) {
   const std::string nkeys = std::to_string(keys.size());
   const std::vector<std::string_view> eval = eval_words(script, nkeys, keys, argv);
-  return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0), tryagain_until);
+  return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0), retry_tryagain);
 }
 
 } // namespace bufferlock

@@ -23,8 +23,7 @@ class RedisClient {
 public:
   // A command that meets TRYAGAIN (a slot in mid-migration) is sent again
   // after the pauses of `tryagain` (the waiting back-off: --step, --ratio,
-  // --max-step), for the io timeout from the start of the command or until
-  // a caller's later deadline (SPEC §13).
+  // --max-step), for the io timeout from the start of the command (SPEC §13).
   RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts,
               Backoff tryagain = Backoff(std::chrono::milliseconds(1), 2.0, std::chrono::milliseconds(500)));
 
@@ -43,10 +42,10 @@ public:
 
   // EVALSHA `script` (EVAL when the node does not know it) with these KEYS
   // and ARGV, on the node of keys.front() (all of them share its slot).
-  // TRYAGAIN is retried until `tryagain_until` (monotonic) when that is
-  // later than the io timeout from now.
+  // TRYAGAIN is retried as above, or returned at once without `retry_tryagain`
+  // (a caller with single-key steps to fall back on).
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
-                               const std::vector<std::string_view>& argv, Nanos tryagain_until = Nanos(0));
+                               const std::vector<std::string_view>& argv, bool retry_tryagain = true);
 
   // The masters of a Redis Cluster (CLUSTER SLOTS), or none when the server
   // is not a cluster: commands without a key (SCAN) must ask each of them.
@@ -72,7 +71,7 @@ private:
                                const std::vector<std::string_view>* fallback, Nanos io_timeout);
   RedisResult<RedisReply> keyed(std::string_view key, const std::vector<std::string_view>& args,
                                 const std::vector<std::string_view>* fallback, Nanos io_timeout,
-                                Nanos tryagain_until);
+                                bool retry_tryagain);
 
   RedisUrl url_;
   std::optional<std::string> password_;

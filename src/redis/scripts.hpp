@@ -48,20 +48,39 @@ inline constexpr RedisScript renew_script{"if redis.call('GET', KEYS[1]) == ARGV
 // that a plain lock's EVALSHA stays within the 10 arguments a server that
 // wants a password reads before AUTH, and its NOAUTH still reaches us). A slot key keeps the
 // SET-NX-PX layout (a free key is SET PX after GET found it empty, within
-// the script, so atomically); the fence counter is INCRed and has no TTL.
-// A slot that already holds our token is ours (a retried attempt), with its
-// recorded fence. Replies {slot, fence}, or nil when every slot is held.
+// the script, so atomically). A slot that already holds our token is ours
+// (a retried attempt), with its recorded fence. Replies {slot, fence}, or
+// nil when every slot is held.
+//
+// The fence is max(counter + 1, the server's clock in ms) and the counter
+// expires a day (or the lock's TTL when longer) after the last
+// acquisition, so that a key per input state (--depends) does not stay for
+// ever. Why fences still only grow: a fence runs ahead of the clock only
+// by acquisitions coming faster than one a millisecond, by at most one per
+// acquisition; so when the counter has expired (no acquisition for a day)
+// the clock is past every fence it gave, unless more than a day's worth of
+// milliseconds (86.4 million) of acquisitions came in excess of the clock,
+// or the server's clock went back by about a day. TIME before a write needs
+// the script's effects replicated: the default from Redis 5 on, asked for
+// (redis.replicate_commands) on 3.2 to 4; a server older than that cannot,
+// and keeps the counter without a TTL, as before. The clock and the counter
+// come before the slot is written: a script that an ACL refuses one of
+// them (the server does not undo a script's writes) leaves no lock behind.
 inline constexpr RedisScript acquire_slots_script{
-    "local free for i = 2, #KEYS, 2 do local v = redis.call('GET', KEYS[i]) if v == ARGV[1] then "
+    "local clock = redis.replicate_commands and redis.replicate_commands() local free for i = 2, #KEYS, "
+    "2 do local v = redis.call('GET', KEYS[i]) if v == ARGV[1] then "
     "redis.call('PEXPIRE', KEYS[i], ARGV[2]) local f = redis.call('HGET', KEYS[i+1], 'fence') if f "
     "then redis.call('PEXPIRE', KEYS[i+1], ARGV[2]) return {i/2-1, tonumber(f)} end free = i break "
     "end if not v and not free then free = i end end if not free then return false end "
-    "redis.call('SET', KEYS[free], ARGV[1], 'PX', ARGV[2]) local f = redis.call('INCR', KEYS[1]) "
+    "local t = clock and redis.call('TIME') local f = redis.call('INCR', KEYS[1]) if t then "
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) if f < now then f = now "
+    "redis.call('SET', KEYS[1], f) end redis.call('PEXPIRE', KEYS[1], math.max(86400000, "
+    "tonumber(ARGV[2]))) end redis.call('SET', KEYS[free], ARGV[1], 'PX', ARGV[2]) "
     "local pid, host, since, key = string.match(ARGV[3], '^(%d*)\\n([^\\n]*)\\n(%d*)\\n(.*)$') "
     "redis.call('DEL', KEYS[free+1]) redis.call('HMSET', KEYS[free+1], 'token', ARGV[1], 'pid', pid "
     "or '', 'host', host or '', 'since', since or '', 'fence', f, 'key', key or '') "
     "redis.call('PEXPIRE', KEYS[free+1], ARGV[2]) return {free/2-1, f}",
-    "5de3b8e9dee9b7127949938364aea780311ab1c9", -1};
+    "ece505d55617d6581ce170037aaad55e515bff58", -1};
 
 // Compare-and-delete of a slot key and its holder record, then wakes one
 // waiter (as release_script). KEYS = {slot key, wake key, holder record}.
@@ -90,6 +109,29 @@ inline constexpr RedisScript status_slots_script{
     "if r[1] ~= v then r = {} end end for j = 2, 6 do out[#out+1] = r[j] or '' end out[#out+1] = v "
     "end return out",
     "19ff3205706f9a81b1cdf4cbd05a5e0c2dffc4da", -1};
+
+// The single-key steps of a release, a renewal and a status read, for a
+// cluster slot in mid-migration: there a script naming several keys of which
+// some have moved gets TRYAGAIN for as long as the migration lasts, while a
+// command naming one key is always served (after ASK).
+
+// Compare-and-delete of one key (a slot key alone): 1 when deleted, else 0.
+inline constexpr RedisScript unlock_key_script{
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+    "6fbe84d1140fd2047394924af9d845b83c070bec", 1};
+
+// A holder record's compare-and-delete (ARGV[2] "0") or compare-and-PEXPIRE,
+// by the token it records. KEYS = {holder record}; ARGV = {token, ms}.
+inline constexpr RedisScript holder_record_script{
+    "if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end if ARGV[2] == '0' then return "
+    "redis.call('DEL', KEYS[1]) end return redis.call('PEXPIRE', KEYS[1], ARGV[2])",
+    "7382d4d5b8154e7e56a6f06c7e365e274acb35e4", 1};
+
+// The wake-up of release_script alone. KEYS = {wake key}; ARGV = {ms}.
+inline constexpr RedisScript wake_script{
+    "redis.call('DEL', KEYS[1]) redis.call('RPUSH', KEYS[1], '1') return redis.call('PEXPIRE', KEYS[1], "
+    "ARGV[1])",
+    "9fdb0dd9089a727dfeb2825af24bd83fae4795cf", 1};
 
 // The EVALSHA words of a script call whose EVAL words are `eval`: the same
 // but the first two.

@@ -116,13 +116,16 @@ assert_exact_counters() {
 @test "redis: every key is held, renewed and released together; fences per key" {
     start_redis_as R
     bl -r "$R_URL" "$SECOND" true
+    local before
+    before=$(fence_counter R "$SECOND")
     # a TTL shorter than the command: only renewal of both keeps them
     run --separate-stderr bl -r "$R_URL" --ttl 0.3 --also "$SECOND" "$FIRST" sh -c \
         'sleep 1; echo "$BUFFERLOCK_FENCE|$BUFFERLOCK_ALSO_FENCE"; redis-cli -p "$0" PTTL "$1" ' \
         "$R_PORT" "$(redis_key "$SECOND")"
     assert_success
     assert_stderr_empty
-    assert_line -n 0 "1|2"
+    assert_line -n 0 "$(fence_counter R "$FIRST")|$(fence_counter R "$SECOND")"
+    (($(fence_counter R "$SECOND") > before)) || fail "fence $(fence_counter R "$SECOND") after $before"
     (($(sed -n 2p <<<"$output") > 0)) || fail "the --also key was not renewed: $output"
     assert_equal "$(rcli_to R EXISTS "$(redis_key "$FIRST")" "$(redis_key "$SECOND")")" 0
 }

@@ -218,6 +218,28 @@ EOF
     assert_output rebuilt
 }
 
+@test "--depends changes and --drop leave no key without a TTL, fence counters included" {
+    local state args
+    for state in 1 2 3; do
+        seq "$state" >"$T/input"
+        # an entry without --max-age (no TTL: dropped below), one with, and a
+        # file store built under the Redis lock: a lock, so a fence counter,
+        # per input state
+        for args in "--store redis $K" "--store redis --max-age 1h k2" "k3"; do
+            # shellcheck disable=SC2086
+            run --separate-stderr "$BL" cache --cache-dir "$C" -r "$REDIS_URL" --depends "$T/input" $args \
+                cat "$T/input"
+            assert_success
+            assert_output "$(seq "$state")"
+        done
+    done
+    run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_equal "$(rcli --scan --pattern '*:entry*' | wc -l)" 3
+    assert_equal "$(rcli --scan --pattern '*:fence' | wc -l)" 9
+    assert_no_key_without_ttl REDIS
+}
+
 @test "--drop and --list on a Redis that is down: one error naming Redis and the server" {
     local url
     url=redis://127.0.0.1:$(free_port)/0

@@ -128,20 +128,70 @@ assert_increasing() {
     done
     ((n > 3)) || skip "only $n holders killed"
     assert_increasing "$fences" 60
-    assert_equal "$(tail -n 1 "$fences")" 60
-    # the counter has no TTL; the holder records went with their locks
-    assert_equal "$(rcli_to R PTTL "{$(redis_key "$K")}:fence")" -1
+    # the counter holds the last fence given, and expires a day after it
+    assert_equal "$(rcli_to R GET "{$(redis_key "$K")}:fence")" "$(tail -n 1 "$fences")"
+    assert_fence_counter_ttl R "$K" 86400000
+}
+
+# assert_fence_counter_ttl NAME KEY MS: KEY's fence counter on server NAME
+# expires within MS milliseconds and not much sooner (set by the last run).
+assert_fence_counter_ttl() {
+    local ttl
+    ttl=$(rcli_to "$1" PTTL "{$(redis_key "$2")}:fence")
+    ((ttl > $3 - 600000 && ttl <= $3)) || fail "the fence counter's PTTL is $ttl, not about $3"
+}
+
+# redis_fence ARGS...: the fence a run of KEY with ARGS gets.
+redis_fence() {
+    run --separate-stderr bl "$@" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
+    assert_success
+    assert_stderr_empty
+    assert_regex "$output" '^[0-9]+$'
+}
+
+@test "redis: a fence counter that is gone, deleted or expired, starts again above every fence it gave" {
+    start_redis_as R
+    local counter f1 f2 f3 f4
+    counter="{$(redis_key "$K")}:fence"
+    redis_fence -r "$R_URL"
+    f1=$output
+    # the server's clock in ms is the floor: a fresh counter starts from it
+    ((f1 > $(rcli_to R TIME | head -n 1) * 1000 - 60000)) || fail "fence $f1: not from the server's clock"
+    assert_fence_counter_ttl R "$K" 86400000
+    rcli_to R DEL "$counter" >/dev/null
+    redis_fence -r "$R_URL"
+    f2=$output
+    ((f2 > f1)) || fail "after DEL: fence $f2 after $f1"
+    rcli_to R PEXPIRE "$counter" 20 >/dev/null
+    sleep 0.1
+    assert_equal "$(rcli_to R EXISTS "$counter")" 0
+    redis_fence -r "$R_URL"
+    f3=$output
+    ((f3 > f2)) || fail "after the counter expired: fence $f3 after $f2"
+    # a counter ahead of the clock (acquisitions faster than one a
+    # millisecond) goes on counting from itself
+    rcli_to R SET "$counter" $((f3 + 100000)) >/dev/null
+    redis_fence -r "$R_URL"
+    f4=$output
+    assert_equal "$f4" $((f3 + 100001))
+    # the counter outlives a lock whose TTL is longer than a day
+    redis_fence -r "$R_URL" --ttl 48h
+    ((output > f4)) || fail "fence $output after $f4"
+    assert_fence_counter_ttl R "$K" 172800000
 }
 
 @test "redis: status and a busy -v show ttl, pid, host, since and fence; a foreign holder only ttl" {
     start_redis_as R
-    bl -r "$R_URL" "$K" true
+    redis_fence -r "$R_URL"
+    local first=$output
     "$BL" -r "$R_URL" "$K" sh -c "echo \"\$BUFFERLOCK_FENCE\" >'$T/f'; exec sleep 30" </dev/null >/dev/null 2>&1 &
     local holder=$!
     track_pid "$holder"
     wait_for_file "$T/f" 10 || fail "the holder did not start"
-    assert_equal "$(cat "$T/f")" 2
-    local fields="ttl=[0-9]+\.[0-9]{3} pid=$holder host=$(hostname) since=[0-9]+\.[0-9]{3} fence=2"
+    local fence
+    fence=$(cat "$T/f")
+    ((fence > first)) || fail "fence $fence after $first"
+    local fields="ttl=[0-9]+\.[0-9]{3} pid=$holder host=$(hostname) since=[0-9]+\.[0-9]{3} fence=$fence"
     run --separate-stderr bl status -r "$R_URL" "$K"
     assert_failure 75
     assert_output --regexp "^held $fields\$"

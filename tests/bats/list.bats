@@ -104,6 +104,8 @@ assert_three_listed() {
     assert_output ""
     assert_stderr_empty
     bl -r "$R_URL" "deploy prod" true # released: not listed, its fence counter is no lock
+    local f0 f
+    f0=$(fence_counter R "deploy prod")
     rcli_to R SET "$(redis_key foreign)" x PX 30000 >/dev/null
     rcli_to R SET unrelated x >/dev/null
     "$BL" -r "$R_URL" --slots 2 "deploy prod" sh -c "touch '$T/a'; exec sleep 30" </dev/null >/dev/null 2>&1 &
@@ -114,11 +116,16 @@ assert_three_listed() {
         [[ -e $T/a && -e $T/b ]] && break
         sleep 0.01
     done
-    assert_three_listed " fence=[23]" -r "$R_URL"
+    assert_three_listed " fence=[0-9]+" -r "$R_URL"
+    # the two acquisitions after the first, and the later the counter's
+    for f in $(sed -n 's/.* fence=//p' <<<"$output"); do
+        ((f > f0 && f <= $(fence_counter R "deploy prod"))) || fail "fence $f, not after $f0: $output"
+    done
     # and status says the same of the plain key
+    f=$(sed -n '2s/.* fence=//p' <<<"$output")
     run --separate-stderr bl status -r "$R_URL" "deploy prod"
     assert_failure 75
-    assert_regex "$output" "^held $holder_fields fence=[23]\$"
+    assert_regex "$output" "^held $holder_fields fence=$f\$"
 }
 
 @test "quorum: list shows what a majority holds with one token; empty is exit 0; no majority is an error" {

@@ -46,11 +46,14 @@ as_acl_user() {
     acl_user
     run --separate-stderr bl -r "$U" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
     assert_success
-    assert_output 1
+    assert_output "$(fence_counter REDIS "$K")"
     assert_stderr_empty
+    local first=$output
     run --separate-stderr bl -r "$U" "$K" sh -c 'echo "$BUFFERLOCK_FENCE"'
-    assert_output 2
+    assert_output "$(fence_counter REDIS "$K")"
+    ((output > first)) || fail "fence $output after $first"
     assert_stderr_empty
+    (($(rcli PTTL "{$(redis_key "$K")}:fence") > 0)) || fail "the fence counter has no TTL"
     # renewal: a --ttl 1.5 lock through a 3.5 s command, never lost (short
     # timeouts, so that an attempt and --kill-after fit in the lease)
     run --separate-stderr bl -r "$U" --ttl 1.5 --connect-timeout 0.2 --io-timeout 0.2 --on-lost term \
@@ -91,7 +94,7 @@ as_acl_user() {
 
     run --separate-stderr bl -r "$U" --also second --also third first sh -c 'echo "$BUFFERLOCK_ALSO_FENCE"'
     assert_success
-    assert_output "1 1"
+    assert_output "$(fence_counter REDIS second) $(fence_counter REDIS third)"
     assert_stderr_empty
 
     run --separate-stderr bl acquire -r "$U" --ttl 30 step
@@ -219,6 +222,10 @@ refused_at_once() {
     acl_user
     rcli ACL SETUSER bufferlock -incr >/dev/null # the acquire script counts fences
     refused_at_once "-incr" -r "$U" -w 10 "$K" touch "$T/ran"
+    assert_file_not_exists "$T/ran"
+    acl_user
+    rcli ACL SETUSER bufferlock -time >/dev/null # and restarts an expired counter from the clock
+    refused_at_once "-time" -r "$U" -w 10 "$K" touch "$T/ran"
     assert_file_not_exists "$T/ran"
     acl_user
     rcli ACL SETUSER bufferlock -eval >/dev/null

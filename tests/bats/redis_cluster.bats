@@ -65,7 +65,7 @@ url_of() {
     assert_equal "$(rcli_to C3 GET "$(redis_key "$k")")" "$token"
     run --separate-stderr bl status -r "$C2_URL" "$k"
     assert_failure 75
-    assert_output --regexp '^held ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=1$'
+    assert_output --regexp "^held ttl=[0-9]+\\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=$(fence_counter C3 "$k")\$"
     run --separate-stderr bl -r "$C2_URL" -n "$k" true
     assert_failure 75
     run --separate-stderr bl extend -r "$C2_URL" --ttl 50 "$k" "$token"
@@ -275,7 +275,7 @@ release_held() {
     assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
 }
 
-@test "cluster: a release during a slot migration (ASK, then TRYAGAIN) releases, and wakes the waiter (default timeouts)" {
+@test "cluster: a release while a slot migration stays open (ASK, then TRYAGAIN) releases at once, without a warning" {
     local k rk slot src_id dst_id n holder waiter t0 ms
     k=$(cluster_key_on C1)
     rk=$(redis_key "$k")
@@ -285,40 +285,49 @@ release_held() {
         echo "$n CLUSTER SETSLOT $slot NODE $dst_id"
     done >"$T/settle"
     # A holder with the default timeouts that ends when told to, and a
-    # waiter that gives up before the 30 s TTL.
+    # waiter that gives up after the 30 s TTL.
     BG_OUT=$T/holder.out BG_ERR=$T/holder.err bl_bg -r "$C1_URL" --ttl 30 "$k" \
         sh -c 'echo x > "$0.started"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$T/h"
     holder=$BG_PID
     wait_for_file "$T/h.started" 10 || fail "the holder did not start: $(cat "$T/holder.err")"
-    BG_OUT=$T/waiter.out BG_ERR=$T/waiter.err bl_bg -r "$C1_URL" -w 20 "$k" echo ran
+    BG_OUT=$T/waiter.out BG_ERR=$T/waiter.err bl_bg -r "$C1_URL" -w 40 "$k" echo ran
     waiter=$BG_PID
-    # The lock's keys move to C2, the slot stays half-migrated: C1 answers
-    # ASK for the release script, and C2 answers TRYAGAIN, since its wake
-    # list exists on neither node.
+    # The lock's keys move to C2, the slot stays half-migrated, as a slow or
+    # stuck resharding leaves it: C1 answers ASK for the release script, and
+    # C2 answers TRYAGAIN, since its wake list exists on neither node, for
+    # as long as the migration lasts.
     rcli_to C2 CLUSTER SETSLOT "$slot" IMPORTING "$src_id" >/dev/null
     rcli_to C1 CLUSTER SETSLOT "$slot" MIGRATING "$dst_id" >/dev/null
     assert_equal "$(rcli_to C1 MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "$rk" "{$rk}:holder" "{$rk}:fence")" OK
     t0=$(now_us)
     touch "$T/h.go"
-    # longer than the io timeout (1 s): the release at the end of a run
-    # retries for as long as the lock may still be ours
-    sleep 1.5
-    pid_alive "$holder" || fail "the holder did not retry its release: $(cat "$T/holder.err")"
+    wait_for_exit "$holder" 8 || fail "the holder did not finish its release during the migration"
+    ms=$(elapsed_ms "$t0")
+    reap "$holder"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/holder.err")" ""
+    # released on C2, where the keys are (ASKING): the lock and its record
+    [[ $(rcli_to C1 EXISTS "$rk") == "ASK $slot "* ]] || fail "the slot is no longer split"
+    assert_equal "$(printf 'ASKING\nEXISTS %s\nASKING\nEXISTS {%s}:holder\n' "$rk" "$rk" | rcli_to C2 | tr '\n' ' ')" "OK 0 OK 0 "
+    # the split stays open 10 s beyond the release
+    while (($(elapsed_ms "$t0") < ms + 10000)); do sleep 0.2; done
+    [[ $(rcli_to C1 EXISTS "$rk") == "ASK $slot "* ]] || fail "the slot is no longer split"
+    pid_alive "$waiter" || fail "the waiter gave up during the migration: $(cat "$T/waiter.err")"
     # Redis' resharding order: the destination first.
     for n in C2 C1 C3; do
         rcli_to "$n" CLUSTER SETSLOT "$slot" NODE "$dst_id" >/dev/null
     done
-    wait_for_exit "$holder" 10 || fail "the holder did not finish"
-    reap "$holder"
-    assert_equal "$REAPED_STATUS" 0
-    assert_equal "$(cat "$T/holder.err")" ""
-    wait_for_exit "$waiter" 10 || fail "the waiter was not woken"
+    t0=$(now_us)
+    wait_for_exit "$waiter" 10 || fail "the waiter did not get the lock"
     ms=$(elapsed_ms "$t0")
     reap "$waiter"
     assert_equal "$REAPED_STATUS" 0
     assert_equal "$(cat "$T/waiter.out")" ran
-    # woken by the release, not by the TTL (30 s) or the waiter's deadline
-    ((ms < 8000)) || fail "the waiter got the lock only after $ms ms"
+    # at once, not when the TTL (30 s, about 19 s from here) would have ended
+    ((ms < 8000)) || fail "the waiter got the lock $ms ms after the migration ended"
+    run --separate-stderr bl -r "$C1_URL" -n "$k" echo next
+    assert_success
+    assert_output next
     assert_equal "$(rcli_to C2 EXISTS "$rk")" 0
 }
 
@@ -377,21 +386,18 @@ held_split() {
     split_slot "$HK" "$1"
 }
 
-# ride_out PID...: the commands PID... are still retrying a while into the
-# split (not failed), and end once close_slot ends it.
-ride_out() {
+# done_in_split PID...: the commands PID... end while the slot is still
+# split (their scripts go one key a command), which close_slot then ends.
+done_in_split() {
     local pid
-    sleep 0.3
     for pid in "$@"; do
-        pid_alive "$pid" || fail "gave up during the migration: $(cat "$T"/*.err)"
+        wait_for_exit "$pid" 8 || fail "still running during the migration"
     done
+    [[ $(rcli_to C2 EXISTS "$RK") == "MOVED $SLOT "* ]] || fail "the slot is no longer split"
     close_slot
-    for pid in "$@"; do
-        wait_for_exit "$pid" 10 || fail "still running after the migration"
-    done
 }
 
-@test "cluster: status, list and extend ride out TRYAGAIN, on the serving node and through ASK (default timeouts)" {
+@test "cluster: status, list and extend get through TRYAGAIN at once, on the serving node and through ASK (default timeouts)" {
     local mode pids
     for mode in node ask; do
         held_split "$mode"
@@ -401,7 +407,7 @@ ride_out() {
         pids+=("$BG_PID")
         BG_OUT=$T/extend.out BG_ERR=$T/extend.err bl_bg extend -r "$C3_URL" --ttl 50 "$HK" "$TOKEN"
         pids+=("$BG_PID")
-        ride_out "${pids[@]}"
+        done_in_split "${pids[@]}"
         reap "${pids[0]}"
         assert_equal "$REAPED_STATUS" 75
         [[ $(cat "$T/status.out") == "held ttl="* ]] || fail "$mode: status: $(cat "$T/status.out")"
@@ -418,17 +424,28 @@ ride_out() {
     done
 }
 
-@test "cluster: release KEY TOKEN rides out TRYAGAIN, on the serving node and through ASK (default timeouts)" {
+@test "cluster: release KEY TOKEN gets through TRYAGAIN at once, on the serving node and through ASK (default timeouts)" {
     local mode
     for mode in node ask; do
         held_split "$mode"
         bl_bg release -r "$C1_URL" "$HK" "$TOKEN"
-        ride_out "$BG_PID"
+        done_in_split "$BG_PID"
         reap "$BG_PID"
         assert_equal "$REAPED_STATUS" 0
         assert_equal "$(cat "$T/bg.err")" ""
-        assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
+        assert_equal "$(rcli_to C2 EXISTS "$RK" "{$RK}:holder")" 0
     done
+}
+
+# gated_done: the command of a bl_bg run that waits at $T/gate ($GATE_WAIT)
+# is let go, and the run ends well, its output "done", without a word.
+gated_done() {
+    : >"$T/gate"
+    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/bg.out")" "done"
+    assert_equal "$(cat "$T/bg.err")" ""
 }
 
 @test "cluster: renewal rides out TRYAGAIN longer than its io timeout, without a warning" {
@@ -449,13 +466,32 @@ ride_out() {
     # a TTL after the last renewal before the split: renewed on C2 since
     while (($(date +%s%N) - start < 3500000000)); do sleep 0.05; done
     (($(rcli_to C2 PTTL "$RK") > 0)) || fail "the lock was not renewed after the migration: $(cat "$T/bg.err")"
-    : >"$T/gate"
-    wait_for_exit "$BG_PID" 10 || fail "bufferlock did not finish"
-    reap "$BG_PID"
-    assert_equal "$REAPED_STATUS" 0
-    assert_equal "$(cat "$T/bg.out")" "done"
-    assert_equal "$(cat "$T/bg.err")" ""
+    gated_done
     assert_equal "$(rcli_to C2 EXISTS "$RK")" 0
+}
+
+@test "cluster: renewal through a migration that outlasts the TTL keeps the lock, without a warning" {
+    local mode start
+    for mode in node ask; do
+        rm -f "$T/gate" "$T/gate.started" "$T/bg.err" "$T/bg.out"
+        HK=$(cluster_key_on C1)
+        # --ttl 2: renewed every 0.67 s; the slot then stays split for 5 s,
+        # more than twice the TTL, so only renewals during the split keep it
+        bl_bg -r "$C1_URL" --ttl 2 "$HK" sh -c "date +%s%N > \"\$0.started\"; $GATE_WAIT; echo done" "$T/gate"
+        wait_for_file "$T/gate.started" 10 || fail "the command did not start: $(cat "$T/bg.err")"
+        split_slot "$HK" "$mode"
+        start=$(date +%s%N)
+        while (($(date +%s%N) - start < 5000000000)); do sleep 0.1; done
+        # still split, the lock still held on C2, and no warning
+        [[ $(rcli_to C2 EXISTS "$RK") == "MOVED $SLOT "* ]] || fail "$mode: the slot is no longer split"
+        (($(printf 'ASKING\nPTTL %s\n' "$RK" | rcli_to C2 | tail -n 1) > 0)) ||
+            fail "$mode: the lock was not renewed during the migration: $(cat "$T/bg.err")"
+        [[ $mode == ask ]] || (($(rcli_to C1 PTTL "{$RK}:holder") > 0)) || fail "$mode: its record was not renewed"
+        assert_equal "$(cat "$T/bg.err")" ""
+        close_slot
+        gated_done
+        assert_equal "$(rcli_to C2 EXISTS "$RK" "{$RK}:holder")" 0
+    done
 }
 
 @test "cluster: nodes that redirect in a loop give the error status, not a hang" {
@@ -497,20 +533,24 @@ ride_out() {
     rk=$(redis_key "$k")
     run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
     assert_success
-    assert_output "0 1"
+    assert_output "0 $(fence_counter "$n" "$k")"
     assert_stderr_empty
+    local first=${output#0 } held
     assert_equal "$(slot_of "{$rk}:fence")" "$(slot_of "$rk")"
     assert_equal "$(slot_of "{$rk}:slot:2:holder")" "$(slot_of "$rk")"
     "$BL" -r "$C2_URL" --slots 3 "$k" sleep 30 </dev/null >/dev/null 2>&1 &
     track_pid $!
     wait_for_key_state "$n" "$rk" present || fail "the holder did not take slot 0"
+    held=$(rcli_to "$n" HGET "{$rk}:holder" fence)
+    ((held > first)) || fail "fence $held after $first"
     run --separate-stderr bl -r "$C1_URL" --slots 3 "$k" sh -c 'echo "$BUFFERLOCK_SLOT $BUFFERLOCK_FENCE"'
     assert_success
-    assert_output "1 3"
+    assert_output "1 $(fence_counter "$n" "$k")"
+    ((${output#1 } > held)) || fail "fence ${output#1 } after $held"
     run --separate-stderr bl status -r "$C2_URL" --slots 3 "$k"
     assert_success
     assert_output "free slots=1/3"
     run --separate-stderr bl status -r "$C2_URL" "$k"
     assert_failure 75
-    assert_output --regexp '^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=2$'
+    assert_output --regexp "^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=$held\$"
 }

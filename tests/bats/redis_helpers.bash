@@ -385,6 +385,12 @@ redis_key() {
     printf '%s%s\n' "${2-buffer:lock:}" "$(key_md5 "$1")"
 }
 
+# fence_counter NAME KEY: the fence counter of KEY's lock on server NAME,
+# which holds the last fence given (fences come from the server's clock).
+fence_counter() {
+    rcli_to "$1" GET "{$(redis_key "$2")}:fence"
+}
+
 # redis_key_tagged KEY [PREFIX]: the same with --hash-tag.
 redis_key_tagged() {
     printf '{%s}%s\n' "${2-buffer:lock:}" "$(key_md5 "$1")"
@@ -487,11 +493,11 @@ assert_no_secret() {
 }
 
 # assert_no_key_without_ttl NAME [DB]: every key on the server has a TTL,
-# but the fence counters ({LOCKKEY}:fence), which must outlive their locks.
+# the fence counters ({LOCKKEY}:fence) too.
 assert_no_key_without_ttl() {
     local name=$1 db=${2:-0} k ttl
     while IFS= read -r k; do
-        [[ -n $k && $k != *:fence ]] || continue
+        [[ -n $k ]] || continue
         ttl=$(rcli_to "$name" -n "$db" PTTL "$k")
         if [[ $ttl == -1 ]]; then
             fail "key '$k' was left without a TTL"

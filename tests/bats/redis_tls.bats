@@ -223,7 +223,7 @@ assert_tls_error() {
     assert_equal "$(rcli_to TLS GET "$rk")" "$tok"
     run --separate-stderr bl status -r "$TLS_URL" --tls-ca "$TLS_CA" "$K"
     assert_failure 75
-    assert_regex "$output" '^held ttl=[0-9]+\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=1$'
+    assert_regex "$output" "^held ttl=[0-9]+\\.[0-9]{3} pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=$(fence_counter TLS "$K")\$"
     run --separate-stderr bl acquire -r "$TLS_URL" --tls-ca "$TLS_CA" "$K"
     assert_failure 75
     assert_output ""

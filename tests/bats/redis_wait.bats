@@ -237,7 +237,7 @@ teardown() { redis_teardown; }
 @test "status: while bufferlock runs a command" {
     run --separate-stderr bl -r "$REDIS_URL" --ttl 20 "$K" "$BL" status -r "$REDIS_URL" "$K"
     assert_failure 75
-    assert_regex "$output" "^held ttl=(19|20)\\.[0-9]{3} pid=[0-9]+ host=$(hostname) since=0\\.[0-9]{3} fence=1\$"
+    assert_regex "$output" "^held ttl=(19|20)\\.[0-9]{3} pid=[0-9]+ host=$(hostname) since=0\\.[0-9]{3} fence=$(fence_counter REDIS "$K")\$"
 }
 
 @test "acquire: prints a 32-hex token, the key holds it with the TTL" {

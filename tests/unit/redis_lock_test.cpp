@@ -31,7 +31,8 @@ std::string sha1_hex(std::string_view text) {
 TEST(RedisScripts, PinnedDigestsMatchTheSources) {
   for (const RedisScript* s :
        {&acquire_script, &release_script, &renew_script, &acquire_slots_script, &release_slot_script,
-        &renew_slot_script, &status_slots_script, &cache_append_script, &cache_publish_script})
+        &renew_slot_script, &status_slots_script, &unlock_key_script, &holder_record_script, &wake_script,
+        &cache_append_script, &cache_publish_script})
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << s->source;
 }
 
