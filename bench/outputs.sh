@@ -168,7 +168,7 @@ for ((rep = 1; rep <= B_REPS; rep++)); do
     read -r over waits < <(awk -v b="$builder" '
         { t[$1] = $3 } END { end = t[b]; last = end; s = ""
           for (i in t) if (i != b) { if (t[i] > last) last = t[i]; s = s " " sprintf("%.2f", (t[i] - end) / 1e9) }
-          printf "%d%s\n", last - end, s }' "$d/done")
+          printf "%.0f%s\n", last - end, s }' "$d/done")
     b_over+=("$over") b_restore+=("$t_restore")
     echo "  run $rep: builder ticket $builder, builds $builds; waiters done after the build's end (s):$waits;" \
         "one restore alone $(ms "$t_restore" 0) ms; herd: $line"
