@@ -400,7 +400,7 @@ f_mib=$((F_SIZE / 1024 / 1024))
 hr "(f) --store http on a private nginx (WebDAV), $f_mib MiB incompressible: $F_ROUNDS interleaved rounds x 1 run per tool"
 if [[ -z $NGINX || -z $CURL ]]; then
     note "part (f) skipped: nginx or curl is not installed (apt-get install nginx curl)"
-elif ! start_nginx; then
+elif ! start_nginx ""; then
     err "part (f): nginx did not come up: $(tail -n 2 "$tmp/nginx/start.log" "$tmp/nginx/error.log" 2>/dev/null | tr '\n' ' ')"
 else
     HURL=http://127.0.0.1:$HPORT/cache/

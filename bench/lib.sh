@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034 # its globals are the scripts'
-# bench/lib.sh — shared parts of bench/file-lock.sh, redis-lock.sh and
-# cache.sh, sourced by each right after its header comment:
+# bench/lib.sh — shared parts of bench/file-lock.sh, redis-lock.sh, cache.sh,
+# crowd.sh and outputs.sh, sourced by each right after its header comment:
 #
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # sets here, BL, TRUE, CC ...
 #   bench_args "$@"                             # --quick (quick=1), --help

@@ -19,7 +19,9 @@
 #
 # Timing is done by bench/spawn.c (posix_spawn + wait4).  See bench/README.md.
 #
-# Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc).
+# Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc),
+# BUFFERLOCK_BASELINE (optional: an earlier bufferlock binary, whose store of
+# (a) is timed in the same rounds as "obase"; (b) runs BUFFERLOCK_BIN only).
 # Exit status: 0 unless a run or a correctness check failed (a restored file
 # differs, a caller failed, more than one build).  Missed performance targets
 # are reported in the summary, not turned into a failure.
@@ -57,6 +59,7 @@ CURL=$(command -v curl || true)
     exit 2
 }
 
+BASELINE=${BUFFERLOCK_BASELINE:-}
 make_tmp spawn clocknow
 
 bench_header outputs
@@ -84,10 +87,12 @@ cmd_a() {
         obuild) CMD=(/bin/sh -c "cd '$A' && $BUILD") ;;
         ocurl) CMD=(/bin/sh -c "cd '$A' && $BUILD && exec '$CURL' -s -f -o /dev/null -T out/blob '${HURL}raw.bin'") ;;
         oput) CMD=(/bin/sh -c "cd '$A' && exec '$BL' cache --cache-dir '$A/c' --store '$HURL' --force --output out k.out -- sh -c '$BUILD'") ;;
+        obase) CMD=(/bin/sh -c "cd '$A' && exec '$BASELINE' cache --cache-dir '$A/c' --store '$HURL' --force --output out k.base -- sh -c '$BUILD'") ;;
     esac
 }
 hr "(a) --output upload, $SIZE_MIB MiB incompressible: $A_ROUNDS interleaved rounds x 1 run per tool"
 tools=(obuild ocurl oput)
+[[ -z $BASELINE ]] || tools+=(obase)
 time_rounds "$tmp" "$A_ROUNDS" 1 1 "${tools[@]}"
 for t in "${tools[@]}"; do ((a_fail[$t] == 0)) || err "$t: some runs exited non-zero"; done
 printf '  %-8s %5s %10s %10s %8s %15s\n' tool runs mean_ms median_ms xocurl maxrss_KiB_med/max
@@ -106,7 +111,8 @@ rm -rf "$A/out"
 cmp -s "$A/out/blob" "$A/blob.want" || err "(a) the restored out/blob differs from the stored one"
 a_obj=$(stat -c %s "$tmp/nginx/data/cache/$(printf %s k.out | md5sum | cut -c1-32).entry" 2>/dev/null || echo '?')
 echo "  (obuild = the command alone; ocurl = it, then curl -T out/blob; oput = bufferlock cache --force"
-echo "   --output out storing to the http store; object $a_obj bytes, file $((SIZE_MIB * 1048576)) bytes)"
+echo "   --output out storing to the http store${BASELINE:+ (obase: the same with $BASELINE)};"
+echo "   object $a_obj bytes, file $((SIZE_MIB * 1048576)) bytes)"
 rm -rf "$A" "$tmp/nginx/data/cache/"*
 stop_nginx
 
@@ -119,6 +125,7 @@ start_nginx "$RATE" || {
     exit 2
 }
 HURL=http://127.0.0.1:$HPORT/cache/
+# shellcheck disable=SC2153 # start_redis sets PORT
 RURL=redis://127.0.0.1:$PORT/0
 B=$tmp/b
 # caller.sh: one caller.  It takes the first free ticket (mkdir is atomic):
@@ -145,7 +152,7 @@ one_restore() {
     "$SPAWN" run 1 null -- /bin/sh -c "cd '$1/tree' && HOME='$1/home' exec '$BL' cache -r '$RURL' \
 --store '$HURL' --output out '$2' -- /bin/false" | awk '$3 == 0 { print $1 }'
 }
-b_over=() b_restore=() b_builds=() b_line=()
+b_over=() b_restore=() b_builds=()
 for ((rep = 1; rep <= B_REPS; rep++)); do
     d=$B.$rep key=k.overlap.$rep
     mkdir -p "$d/out" "$d/r1/home" "$d/r1/tree/out" "$d/r2/home" "$d/r2/tree/out"
@@ -187,6 +194,9 @@ target "(a) --output upload / build + curl -T, $SIZE_MIB MiB" \
 echo "      (medians: store $(ms "${a_med[oput]}" 1) / curl $(ms "${a_med[ocurl]}" 1) ms, the command alone" \
     "$(ms "${a_med[obuild]}" 1) ms; less the command: $(awk -v s="${a_med[oput]}" -v c="${a_med[ocurl]}" \
         -v b="${a_med[obuild]}" 'BEGIN { printf "%.2f", (s - b) / (c - b) }')x)"
+[[ -z $BASELINE ]] || ((a_fail[obase])) ||
+    echo "      (baseline: its store / build + curl -T $(ratio "${a_med[obase]}" "${a_med[ocurl]}")x," \
+        "this/baseline $(ratio "${a_med[oput]}" "${a_med[obase]}")x; its peak RSS ${a_rss[obase]} KiB)"
 target "(a) storing build's peak RSS KiB" "$( ((a_fail[oput])) || echo "${a_rss[oput]}")" '<=' 65536
 worst=
 for ((i = 0; i < ${#b_over[@]}; i++)); do
