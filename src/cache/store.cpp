@@ -490,14 +490,18 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 }
 
 bool EntryWriter::store_stdout(const char* data, std::size_t len) {
-  if (error_) return false;
+  if (error_ || !write_body(data, len)) return false;
+  header_.payload_len += len;
+  return true;
+}
+
+bool EntryWriter::write_body(const char* data, std::size_t len) {
   if (!write_all(fd_.get(), data, len)) {
     fail(errno);
     return false;
   }
   payload_hash_.update(data, len);
   if (mac_) mac_->update(data, len);
-  header_.payload_len += len;
   return true;
 }
 
@@ -555,13 +559,7 @@ bool EntryWriter::end_streams() {
 }
 
 bool EntryWriter::append_outputs(const char* data, std::size_t len) {
-  if (!end_streams()) return false;
-  if (!write_all(fd_.get(), data, len)) {
-    fail(errno);
-    return false;
-  }
-  payload_hash_.update(data, len);
-  if (mac_) mac_->update(data, len);
+  if (!end_streams() || !write_body(data, len)) return false;
   header_.outputs_len += len;
   return true;
 }

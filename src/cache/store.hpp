@@ -243,6 +243,8 @@ private:
   bool copy_behind(int src, std::uint64_t len);
   // Completes stdout (compression) and puts the held stderr behind it; once.
   bool end_streams();
+  // Writes body bytes, hashing them; false (with fail()) when it could not.
+  bool write_body(const char* data, std::size_t len);
   // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
   bool store_stdout(const char* data, std::size_t len);
   bool store_stderr(const char* data, std::size_t len);
