@@ -84,9 +84,6 @@ VALGRIND=$(command -v valgrind || true)
 RCLI=$(command -v redis-cli)
 
 make_tmp spawn
-# (f)'s nginx is stopped by pid before the temporary directory goes.
-nginx_pid=
-trap 'stop_nginx; cleanup' EXIT
 
 bench_header cache
 echo "  uptime: $(uptime)"
@@ -396,78 +393,6 @@ echo "   local archive; both through /bin/sh -c; entry $(stat -c %s "$D/$(printf
 
 # ------------------------------------------------- (f) --store http ---------
 
-# stop_nginx: stop (f)'s nginx by the pid it wrote (a daemon, not our child),
-# SIGKILL after a bounded wait.
-stop_nginx() {
-    local i
-    if [[ -z $nginx_pid || $(cat "/proc/$nginx_pid/comm" 2>/dev/null) != nginx ]]; then
-        nginx_pid=
-        return 0
-    fi
-    kill "$nginx_pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        [[ -d /proc/$nginx_pid ]] || break
-        sleep 0.05
-    done
-    [[ ! -d /proc/$nginx_pid ]] || kill -KILL "$nginx_pid" 2>/dev/null || true
-    nginx_pid=
-    return 0
-}
-# nginx_conf DIR PORT: WebDAV PUT/DELETE under /cache/ with no size limit,
-# every temp path in DIR, the body temp path on the root's file system (so a
-# PUT ends in a rename); as root, workers that can write DIR.
-nginx_conf() {
-    [[ $(id -u) != 0 ]] || echo 'user root root;'
-    cat <<EOF
-daemon on;
-worker_processes 1;
-pid $1/nginx.pid;
-error_log $1/error.log;
-events { worker_connections 64; }
-http {
-    access_log off;
-    default_type application/octet-stream;
-    sendfile on;
-    client_body_temp_path $1/data/.body;
-    proxy_temp_path $1/tmp/proxy;
-    fastcgi_temp_path $1/tmp/fastcgi;
-    uwsgi_temp_path $1/tmp/uwsgi;
-    scgi_temp_path $1/tmp/scgi;
-    server {
-        listen 127.0.0.1:$2;
-        root $1/data;
-        location /cache/ {
-            dav_methods PUT DELETE MKCOL COPY MOVE;
-            create_full_put_path on;
-            client_max_body_size 0;
-            dav_access user:rw;
-        }
-    }
-}
-EOF
-}
-# start_nginx: nginx_conf's server on a free loopback port; sets HPORT and
-# nginx_pid; returns 1 if it did not come up.
-start_nginx() {
-    local d=$tmp/nginx try i
-    mkdir -p "$d/data/cache" "$d/data/.body" "$d/tmp"
-    for try in 1 2 3 4 5 6 7 8; do
-        HPORT=$((20000 + RANDOM % 12000))
-        port_busy "$HPORT" && continue
-        nginx_conf "$d" "$HPORT" >"$d/nginx.conf"
-        rm -f "$d/nginx.pid"
-        "$NGINX" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" </dev/null >"$d/start.log" 2>&1 || continue
-        for ((i = 0; i < 100; i++)); do
-            nginx_pid=$(cat "$d/nginx.pid" 2>/dev/null || true)
-            [[ -n $nginx_pid ]] && "$CURL" -s -o /dev/null --max-time 1 "http://127.0.0.1:$HPORT/cache/" && return 0
-            sleep 0.05
-        done
-        stop_nginx
-        echo "  (port $HPORT: nginx did not come up, try $try)" >&2
-    done
-    return 1
-}
-
 NGINX=$(command -v nginx || true)
 CURL=$(command -v curl || true)
 f_ran=0
@@ -475,7 +400,7 @@ f_mib=$((F_SIZE / 1024 / 1024))
 hr "(f) --store http on a private nginx (WebDAV), $f_mib MiB incompressible: $F_ROUNDS interleaved rounds x 1 run per tool"
 if [[ -z $NGINX || -z $CURL ]]; then
     note "part (f) skipped: nginx or curl is not installed (apt-get install nginx curl)"
-elif ! start_nginx; then
+elif ! start_nginx ""; then
     err "part (f): nginx did not come up: $(tail -n 2 "$tmp/nginx/start.log" "$tmp/nginx/error.log" 2>/dev/null | tr '\n' ' ')"
 else
     HURL=http://127.0.0.1:$HPORT/cache/

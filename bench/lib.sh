@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034 # its globals are the scripts'
-# bench/lib.sh — shared parts of bench/file-lock.sh, redis-lock.sh and
-# cache.sh, sourced by each right after its header comment:
+# bench/lib.sh — shared parts of bench/file-lock.sh, redis-lock.sh, cache.sh,
+# crowd.sh and outputs.sh, sourced by each right after its header comment:
 #
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # sets here, BL, TRUE, CC ...
 #   bench_args "$@"                             # --quick (quick=1), --help
@@ -110,6 +110,7 @@ make_tmp() {
 }
 cleanup() {
     stop_redis
+    stop_nginx
     rm -rf "$tmp"
 }
 
@@ -257,6 +258,85 @@ stop_redis() {
         fi
     done
     redis_pid='' tls_redis_pid='' extra_pids=()
+}
+
+# ------------------------------------------------------- nginx WebDAV ------
+
+nginx_pid=
+# stop_nginx: stop start_nginx's nginx by the pid it wrote (a daemon, not our
+# child), SIGKILL after a bounded wait.
+stop_nginx() {
+    local i
+    if [[ -z $nginx_pid || $(cat "/proc/$nginx_pid/comm" 2>/dev/null) != nginx ]]; then
+        nginx_pid=
+        return 0
+    fi
+    kill "$nginx_pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        [[ -d /proc/$nginx_pid ]] || break
+        sleep 0.05
+    done
+    [[ ! -d /proc/$nginx_pid ]] || kill -KILL "$nginx_pid" 2>/dev/null || true
+    nginx_pid=
+    return 0
+}
+# nginx_conf DIR PORT [RATE]: WebDAV PUT/DELETE under /cache/ with no size
+# limit, every temp path in DIR, the body temp path on the root's file system
+# (so a PUT ends in a rename); as root, workers that can write DIR.  With
+# RATE (nginx's limit_rate, e.g. 150m), each response is sent at most that
+# many bytes a second.
+nginx_conf() {
+    [[ $(id -u) != 0 ]] || echo 'user root root;'
+    cat <<EOF
+daemon on;
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    default_type application/octet-stream;
+    sendfile on;
+    client_body_temp_path $1/data/.body;
+    proxy_temp_path $1/tmp/proxy;
+    fastcgi_temp_path $1/tmp/fastcgi;
+    uwsgi_temp_path $1/tmp/uwsgi;
+    scgi_temp_path $1/tmp/scgi;
+    server {
+        listen 127.0.0.1:$2;
+        root $1/data;
+        location /cache/ {
+            dav_methods PUT DELETE MKCOL COPY MOVE;
+            create_full_put_path on;
+            client_max_body_size 0;
+            dav_access user:rw;${3:+
+            limit_rate $3;}
+        }
+    }
+}
+EOF
+}
+# start_nginx [RATE]: nginx_conf's server (in $tmp/nginx) on a free loopback
+# port; sets HPORT and nginx_pid; returns 1 if it did not come up.  NGINX and
+# CURL name the programs.  cleanup stops it.
+start_nginx() {
+    local d=$tmp/nginx try i
+    mkdir -p "$d/data/cache" "$d/data/.body" "$d/tmp"
+    for try in 1 2 3 4 5 6 7 8; do
+        HPORT=$((20000 + RANDOM % 12000))
+        port_busy "$HPORT" && continue
+        nginx_conf "$d" "$HPORT" "${1:-}" >"$d/nginx.conf"
+        rm -f "$d/nginx.pid"
+        "$NGINX" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" </dev/null >"$d/start.log" 2>&1 || continue
+        for ((i = 0; i < 100; i++)); do
+            nginx_pid=$(cat "$d/nginx.pid" 2>/dev/null || true)
+            [[ -n $nginx_pid ]] && "$CURL" -s -o /dev/null --max-time 1 "http://127.0.0.1:$HPORT/cache/" && return 0
+            sleep 0.05
+        done
+        stop_nginx
+        echo "  (port $HPORT: nginx did not come up, try $try)" >&2
+    done
+    return 1
 }
 
 # ------------------------------------------------------------ numbers ------

@@ -83,6 +83,58 @@ bool BlockCompressor::flush_block() {
   return sink_(out_.data(), out_.size());
 }
 
+FrameCompressor::FrameCompressor(StoredSink sink, int level) : sink_(std::move(sink)), level_(level) {}
+
+FrameCompressor::~FrameCompressor() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_)); }
+
+bool FrameCompressor::write(const char* data, std::size_t len) {
+  if (mode_ == Mode::raw) return sink_(data, len);
+  if (mode_ == Mode::framed) return compress(data, len, false);
+  const std::size_t take = std::min(len, compress_block - block_.size());
+  block_.append(data, take);
+  if (block_.size() < compress_block) return true;
+  return decide() && (take == len || write(data + take, len - take));
+}
+
+bool FrameCompressor::finish() {
+  if (mode_ == Mode::undecided && !decide()) return false;
+  return mode_ == Mode::raw || compress(nullptr, 0, true);
+}
+
+// A trial of the first block at the fast level: a stream that does not
+// shrink there goes raw, without paying the frame's level on all of it.
+bool FrameCompressor::decide() {
+  cctx_ = ZSTD_createCCtx();
+  if (!cctx_) return false;
+  auto* c = static_cast<ZSTD_CCtx*>(cctx_);
+  out_.resize(ZSTD_compressBound(block_.size()));
+  const std::size_t n = ZSTD_compressCCtx(c, out_.data(), out_.size(), block_.data(), block_.size(), zstd_level);
+  std::string first;
+  first.swap(block_);
+  if (ZSTD_isError(n) || !worth_it(n, first.size())) {
+    mode_ = Mode::raw;
+    out_ = std::string();
+    return sink_(first.data(), first.size());
+  }
+  mode_ = Mode::framed;
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level_))) return false;
+  out_.resize(ZSTD_CStreamOutSize());
+  return compress(first.data(), first.size(), false);
+}
+
+bool FrameCompressor::compress(const char* data, std::size_t len, bool last) {
+  auto* c = static_cast<ZSTD_CCtx*>(cctx_);
+  ZSTD_inBuffer in{data, len, 0};
+  for (;;) {
+    ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+    const std::size_t left = ZSTD_compressStream2(c, &out, &in, last ? ZSTD_e_end : ZSTD_e_continue);
+    if (ZSTD_isError(left)) return false;
+    if (out.pos > 0 && !sink_(out_.data(), out.pos)) return false;
+    if (last ? left == 0 : in.pos == in.size) return true;
+  }
+}
+
 bool decode_blocks(const StoredReader& read, std::uint64_t stored_len, std::uint64_t raw_len,
                    const std::function<bool(std::string_view)>& out) {
   struct Dctx {

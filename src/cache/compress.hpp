@@ -52,6 +52,34 @@ private:
   void* cctx_ = nullptr; // ZSTD_CCtx, reused across blocks
 };
 
+// One zstd frame (any zstd reader takes it), or the bytes as they are: the
+// first block decides as for BlockCompressor. For streams read by others
+// (the --output archive, a tar or tar.zst that libarchive reads either way).
+class FrameCompressor {
+public:
+  FrameCompressor(StoredSink sink, int level);
+  ~FrameCompressor();
+  FrameCompressor(const FrameCompressor&) = delete;
+  FrameCompressor& operator=(const FrameCompressor&) = delete;
+
+  // Raw bytes in; false when the sink refused or zstd failed.
+  bool write(const char* data, std::size_t len);
+  // The rest out (the frame's end); false as for write().
+  bool finish();
+
+private:
+  enum class Mode { undecided, raw, framed };
+  bool decide();
+  bool compress(const char* data, std::size_t len, bool last);
+
+  StoredSink sink_;
+  int level_;
+  Mode mode_ = Mode::undecided;
+  std::string block_; // the first block, until decided
+  std::string out_;   // compressed bytes on their way to the sink
+  void* cctx_ = nullptr;
+};
+
 // Reads `len` stored bytes at `offset` of the stored stream into `buf`.
 using StoredReader = std::function<bool(std::uint64_t offset, char* buf, std::size_t len)>;
 

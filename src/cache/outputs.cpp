@@ -1,5 +1,7 @@
 #include "cache/outputs.hpp"
 
+#include "cache/compress.hpp"
+
 #include "util/dynlib.hpp"
 #include "util/files.hpp"
 #include "util/fd.hpp"
@@ -25,6 +27,9 @@ namespace {
 // Debian's libarchive13; declared by its headers, never linked.
 constexpr const char* libarchive_name = "libarchive.so.13";
 constexpr std::size_t io_block = 256 * 1024;
+// libarchive's own default for its zstd filter, which wrote the archives
+// before: the same sizes stored.
+constexpr int archive_zstd_level = 3;
 
 // The libarchive functions we call, resolved once by dlsym().
 struct Api {
@@ -32,8 +37,8 @@ struct Api {
   decltype(&::archive_write_new) archive_write_new;
   decltype(&::archive_write_set_format_pax) archive_write_set_format_pax;
   decltype(&::archive_write_set_format_option) archive_write_set_format_option;
-  decltype(&::archive_write_add_filter_zstd) archive_write_add_filter_zstd;
-  decltype(&::archive_write_open_fd) archive_write_open_fd;
+  decltype(&::archive_write_set_bytes_per_block) archive_write_set_bytes_per_block;
+  decltype(&::archive_write_open) archive_write_open;
   decltype(&::archive_write_header) archive_write_header;
   decltype(&::archive_write_data) archive_write_data;
   decltype(&::archive_write_close) archive_write_close;
@@ -79,8 +84,8 @@ const Library& library() {
     BUFFERLOCK_BIND(archive_write_new);
     BUFFERLOCK_BIND(archive_write_set_format_pax);
     BUFFERLOCK_BIND(archive_write_set_format_option);
-    BUFFERLOCK_BIND(archive_write_add_filter_zstd);
-    BUFFERLOCK_BIND(archive_write_open_fd);
+    BUFFERLOCK_BIND(archive_write_set_bytes_per_block);
+    BUFFERLOCK_BIND(archive_write_open);
     BUFFERLOCK_BIND(archive_write_header);
     BUFFERLOCK_BIND(archive_write_data);
     BUFFERLOCK_BIND(archive_write_close);
@@ -214,6 +219,42 @@ private:
   archive* a_;
   archive_entry* e_;
   std::vector<char> buf_;
+};
+
+// Where libarchive writes the plain tar: the zstd frame, when the tar's
+// start shrinks at all, is ours, so that incompressible files cost no zstd
+// pass. Not moved once made (its compressor calls it back).
+class ArchiveOut {
+public:
+  explicit ArchiveOut(const OutputsSink& sink)
+      : sink_(sink), z_([this](const char* d, std::size_t n) { return pass(d, n); }, archive_zstd_level) {}
+  ArchiveOut(const ArchiveOut&) = delete;
+  ArchiveOut& operator=(const ArchiveOut&) = delete;
+
+  static la_ssize_t write(archive*, void* self, const void* data, std::size_t len) {
+    auto* o = static_cast<ArchiveOut*>(self);
+    if (o->z_.write(static_cast<const char*>(data), len)) return static_cast<la_ssize_t>(len);
+    o->failed_ = true;
+    return -1;
+  }
+  void finish() { failed_ = failed_ || !z_.finish(); }
+  bool failed() const { return failed_; }
+  // Why it failed: nothing when the sink refused (its own error says why).
+  std::optional<std::string> why() const {
+    if (sink_refused_) return std::nullopt;
+    return std::string("zstd could not compress the archive");
+  }
+
+private:
+  bool pass(const char* data, std::size_t len) {
+    sink_refused_ = !sink_(data, len);
+    return !sink_refused_;
+  }
+
+  const OutputsSink& sink_;
+  FrameCompressor z_;
+  bool failed_ = false;
+  bool sink_refused_ = false;
 };
 
 // --- restoring -----------------------------------------------------------------
@@ -455,21 +496,26 @@ std::optional<std::string> first_missing_output(const std::vector<std::string>& 
   return std::nullopt;
 }
 
-std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, int out_fd) {
+std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, const OutputsSink& sink) {
   if (!library().error.empty()) return library().error;
+  ArchiveOut out(sink);
   archive* a = api().archive_write_new();
   archive_entry* e = api().archive_entry_new();
   std::optional<std::string> error;
+  // Unblocked: each write goes straight on, and the tar is not padded.
   if (api().archive_write_set_format_pax(a) != ARCHIVE_OK ||
       api().archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") < ARCHIVE_WARN ||
-      api().archive_write_add_filter_zstd(a) != ARCHIVE_OK || api().archive_write_open_fd(a, out_fd) != ARCHIVE_OK)
+      api().archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK ||
+      api().archive_write_open(a, &out, nullptr, &ArchiveOut::write, nullptr) != ARCHIVE_OK)
     error = archive_reason(a);
   Packer packer(a, e);
   for (std::size_t i = 0; i < paths.size() && !error; ++i)
     error = packer.add(trimmed(paths[i]), std::to_string(i));
   if (!error && api().archive_write_close(a) != ARCHIVE_OK) error = archive_reason(a);
+  if (!error) out.finish();
   api().archive_entry_free(e);
   api().archive_write_free(a);
+  if (out.failed()) return out.why();
   return error;
 }
 

@@ -1,5 +1,6 @@
 // The files a build makes (--output PATH, SPEC §16): packed after a
-// successful build into a pax tar + zstd archive written with libarchive,
+// successful build into a pax tar written with libarchive, in one zstd
+// frame unless its first MiB does not shrink (incompressible files go raw),
 // and restored on a hit, each PATH as a whole (built beside it, then renamed
 // over it). libarchive is loaded with dlopen() the first time an archive is
 // made or read: its shared library pulls in a dozen others, which a plain
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +18,16 @@ namespace bufferlock {
 // The first of `paths` that does not exist (lstat), if any.
 std::optional<std::string> first_missing_output(const std::vector<std::string>& paths);
 
-// Writes `paths` to `out_fd` as one archive: members "I" and "I/..." for the
-// I-th path; regular files (bytes, mode, mtime), directories and symbolic
-// links (as links). Other file types are left out. The error names the path
-// that could not be read, or libarchive's reason.
-std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, int out_fd);
+// Takes the archive's bytes as they are made; false to stop (the error is
+// the sink's to keep).
+using OutputsSink = std::function<bool(const char* data, std::size_t len)>;
+
+// Writes `paths` to `sink` as one archive, as it reads them: members "I" and
+// "I/..." for the I-th path; regular files (bytes, mode, mtime), directories
+// and symbolic links (as links). Other file types are left out. The error
+// names the path that could not be read, or libarchive's reason; nullopt
+// also when the sink refused (its own error says why).
+std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, const OutputsSink& sink);
 
 // Restores `paths` from the archive at [offset, offset+len) of `fd`: each
 // path is extracted into a new directory beside it and renamed over it only

@@ -67,14 +67,14 @@ Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
   return l;
 }
 
-// Packs the --output PATHs for `writer`; the error when they could not be.
+// Packs the --output PATHs into `writer` as they are read (no copy on the
+// side: a remote store's upload goes on meanwhile); the error when they
+// could not be.
 std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
-  UniqueFd fd = anonymous_file(UINT64_MAX);
-  if (!fd) return SysError{"a temporary file", errno_text(errno)};
-  if (auto why = pack_outputs(o.cache.outputs, fd.get())) return SysError{"--output", *why};
-  const off_t len = ::lseek(fd.get(), 0, SEEK_END);
-  if (len < 0) return SysError{"a temporary file", errno_text(errno)};
-  if (!writer.add_outputs(std::move(fd), static_cast<std::uint64_t>(len))) return writer.error();
+  const auto why =
+      pack_outputs(o.cache.outputs, [&](const char* data, std::size_t len) { return writer.append_outputs(data, len); });
+  if (writer.error()) return writer.error();
+  if (why) return SysError{"--output", *why};
   return std::nullopt;
 }
 

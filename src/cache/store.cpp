@@ -481,7 +481,6 @@ void EntryWriter::fail(int err) {
   ::unlink(temp_path_.c_str());
   fd_.reset();
   stderr_fd_.reset();
-  outputs_fd_.reset();
 }
 
 bool EntryWriter::append(const char* data, std::size_t len) {
@@ -491,14 +490,18 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 }
 
 bool EntryWriter::store_stdout(const char* data, std::size_t len) {
-  if (error_) return false;
+  if (error_ || !write_body(data, len)) return false;
+  header_.payload_len += len;
+  return true;
+}
+
+bool EntryWriter::write_body(const char* data, std::size_t len) {
   if (!write_all(fd_.get(), data, len)) {
     fail(errno);
     return false;
   }
   payload_hash_.update(data, len);
   if (mac_) mac_->update(data, len);
-  header_.payload_len += len;
   return true;
 }
 
@@ -542,15 +545,27 @@ bool EntryWriter::finish_compression() {
   return true;
 }
 
-bool EntryWriter::add_outputs(UniqueFd fd, std::uint64_t len) {
+bool EntryWriter::end_streams() {
   if (error_) return false;
-  outputs_fd_ = std::move(fd);
-  header_.outputs_len = len;
+  if (streams_ended_) return true;
+  streams_ended_ = true;
+  if (!finish_compression()) return false;
+  if (stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) {
+    fail(errno);
+    return false;
+  }
+  stderr_fd_.reset();
   return true;
 }
 
-// Appends `len` bytes of `src` (held stderr, the outputs archive) to the
-// entry, hashing them on the way.
+bool EntryWriter::append_outputs(const char* data, std::size_t len) {
+  if (!end_streams() || !write_body(data, len)) return false;
+  header_.outputs_len += len;
+  return true;
+}
+
+// Appends `len` bytes of `src` (the held stderr) to the entry, hashing them
+// on the way.
 bool EntryWriter::copy_behind(int src, std::uint64_t len) {
   std::vector<char> buf(std::min<std::uint64_t>(len, small_read));
   for (std::uint64_t at = 0; at < len;) {
@@ -565,14 +580,7 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
 }
 
 std::optional<SysError> EntryWriter::publish() {
-  if (error_ || !finish_compression()) return error_;
-  if ((stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) ||
-      (outputs_fd_ && !copy_behind(outputs_fd_.get(), header_.outputs_len))) {
-    fail(errno);
-    return error_;
-  }
-  stderr_fd_.reset();
-  outputs_fd_.reset();
+  if (!end_streams()) return error_;
   if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
@@ -606,7 +614,7 @@ public:
   explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
   bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
   bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
-  bool add_outputs(UniqueFd fd, std::uint64_t len) override { return w_.add_outputs(std::move(fd), len); }
+  bool append_outputs(const char* data, std::size_t len) override { return w_.append_outputs(data, len); }
   std::optional<SysError> publish() override { return w_.publish(); }
   const std::optional<SysError>& error() const override { return w_.error(); }
   std::optional<CachedEntry> entry() override { return w_.entry(); }

@@ -48,7 +48,7 @@ struct ListedEntry {
 enum class KeepStderr { no, yes };
 
 // What a build stores besides stdout: its stderr, and the --output PATHs
-// (whose archive comes by EntryBuild::add_outputs).
+// (whose archive comes by EntryBuild::append_outputs).
 struct BuildContents {
   KeepStderr keep_stderr = KeepStderr::no;
   std::vector<std::string> outputs;
@@ -80,9 +80,10 @@ public:
   // error() says why, and nothing more is written).
   virtual bool append(const char* data, std::size_t len) = 0;
   virtual bool append_stderr(const char* data, std::size_t len) = 0;
-  // The outputs archive (--output): `len` bytes of `fd` from its start,
-  // stored after stdout and stderr on publish(). Fails like append().
-  virtual bool add_outputs(UniqueFd fd, std::uint64_t len) = 0;
+  // Appends bytes of the outputs archive (--output), stored after stdout
+  // and stderr: the first call ends them (no append() or append_stderr()
+  // after it). Fails like append().
+  virtual bool append_outputs(const char* data, std::size_t len) = 0;
   // Makes the entry visible at once and whole.
   virtual std::optional<SysError> publish() = 0;
   virtual const std::optional<SysError>& error() const = 0;
@@ -225,8 +226,9 @@ public:
   // Appends stderr bytes (held apart until publish(); ignored without
   // KeepStderr::yes). Fails like append().
   bool append_stderr(const char* data, std::size_t len);
-  // The outputs archive, copied behind stderr by publish().
-  bool add_outputs(UniqueFd fd, std::uint64_t len);
+  // Appends bytes of the outputs archive, behind stderr (the first call
+  // completes stdout and stderr). Fails like append().
+  bool append_outputs(const char* data, std::size_t len);
 
   // Completes the file and renames it into place. Afterwards entry() serves it.
   std::optional<SysError> publish();
@@ -239,6 +241,10 @@ private:
   EntryWriter() = default;
   void fail(int err);
   bool copy_behind(int src, std::uint64_t len);
+  // Completes stdout (compression) and puts the held stderr behind it; once.
+  bool end_streams();
+  // Writes body bytes, hashing them; false (with fail()) when it could not.
+  bool write_body(const char* data, std::size_t len);
   // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
   bool store_stdout(const char* data, std::size_t len);
   bool store_stderr(const char* data, std::size_t len);
@@ -253,11 +259,11 @@ private:
   EntryHeader header_;
   UniqueFd fd_;
   UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
-  UniqueFd outputs_fd_; // --output: the archive, from add_outputs()
   Checksum payload_hash_;
   std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
   std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
   std::optional<SysError> error_;
+  bool streams_ended_ = false;
   bool published_ = false;
 };
 

@@ -53,9 +53,13 @@ bool StreamedBuild::append_stderr(const char* data, std::size_t len) {
 bool StreamedBuild::store_stdout(const char* data, std::size_t len) {
   if (error_) return false;
   if (!count(len)) return true; // only counted
+  header_.payload_len += len;
+  return send_body(data, len);
+}
+
+bool StreamedBuild::send_body(const char* data, std::size_t len) {
   hash_.update(data, len);
   if (mac_) mac_->update(data, len);
-  header_.payload_len += len;
   // Parts of at most one part_size_, whatever size the compressor hands over.
   while (len > 0) {
     const std::size_t take = std::min(len, part_size_ - pending_.size());
@@ -78,31 +82,36 @@ bool StreamedBuild::store_stderr(const char* data, std::size_t len) {
   return true;
 }
 
-bool StreamedBuild::add_outputs(UniqueFd fd, std::uint64_t len) {
-  if (error_) return false;
+// The outputs archive goes out as it is packed, behind stderr, in parts
+// like stdout.
+bool StreamedBuild::append_outputs(const char* data, std::size_t len) {
+  if (!end_streams()) return false;
   if (!count(len)) return true;
-  outputs_fd_ = std::move(fd);
-  header_.outputs_len = len;
+  header_.outputs_len += len;
+  return send_body(data, len);
+}
+
+bool StreamedBuild::end_streams() {
+  if (error_) return false;
+  if (streams_ended_) return true;
+  streams_ended_ = true;
+  if (stdout_z_) {
+    if (!stdout_z_->finish() || (stderr_z_ && !stderr_z_->finish())) return false;
+    header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                         (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+    header_.raw_stdout_len = stdout_z_->raw_len();
+    header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+  }
+  if (too_large_) return true;
+  // The held stderr goes behind stdout, in parts like stdout.
+  if (!send_behind(stderr_fd_.get(), header_.stderr_len)) return false;
+  stderr_fd_.reset();
   return true;
 }
 
 std::optional<SysError> StreamedBuild::publish() {
-  if (stdout_z_ && !error_) {
-    if (stdout_z_->finish() && (!stderr_z_ || stderr_z_->finish())) {
-      header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
-                           (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
-      header_.raw_stdout_len = stdout_z_->raw_len();
-      header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
-    }
-  }
-  if (error_) return error_;
+  if (!end_streams()) return error_;
   if (too_large_) return std::nullopt;
-  // The held stderr, then the outputs archive, go behind stdout, in parts
-  // like stdout.
-  if (!send_behind(stderr_fd_.get(), header_.stderr_len) || !send_behind(outputs_fd_.get(), header_.outputs_len))
-    return error_;
-  stderr_fd_.reset();
-  outputs_fd_.reset();
   if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
@@ -140,7 +149,6 @@ bool StreamedBuild::count(std::size_t len) {
   too_large_ = true;
   pending_ = std::string();
   stderr_fd_.reset();
-  outputs_fd_.reset();
   abandon();
   parts_ = 0;
   return false;

@@ -26,7 +26,7 @@ public:
 
   bool append(const char* data, std::size_t len) final;
   bool append_stderr(const char* data, std::size_t len) final;
-  bool add_outputs(UniqueFd fd, std::uint64_t len) final;
+  bool append_outputs(const char* data, std::size_t len) final;
   std::optional<SysError> publish() final;
   const std::optional<SysError>& error() const final { return error_; }
   bool too_large() const final { return too_large_; }
@@ -55,6 +55,10 @@ private:
   bool store_stderr(const char* data, std::size_t len);
   // Sends `len` bytes of `src` from its start behind what was sent.
   bool send_behind(int src, std::uint64_t len);
+  // Adds stored bytes to the body (hashed, in parts).
+  bool send_body(const char* data, std::size_t len);
+  // Completes stdout (compression) and sends the held stderr behind it; once.
+  bool end_streams();
   // Counts stored bytes; false once past --max-entry (then too_large_).
   bool count(std::size_t len);
   // Hands the sink a full part.
@@ -71,9 +75,9 @@ private:
   std::uint64_t body_ = 0;                               // stored bytes so far, counted past --max-entry too
   bool keep_stderr_ = false;
   UniqueFd stderr_fd_;  // --keep-stderr: held until stdout is complete
-  UniqueFd outputs_fd_; // --output: the archive
   std::optional<SysError> error_;
   bool too_large_ = false;
+  bool streams_ended_ = false;
   bool published_ = false;
 };
 

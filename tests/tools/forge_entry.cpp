@@ -6,9 +6,6 @@
 #include "cache/store.hpp"
 #include "util/clock.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -27,12 +24,12 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[3], std::ios::binary);
   const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  UniqueFd archive(::open(argv[4], O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (!archive || ::fstat(archive.get(), &st) != 0) {
+  std::ifstream arch(argv[4], std::ios::binary);
+  if (!arch) {
     std::perror(argv[4]);
     return 1;
   }
+  const std::string archive((std::istreambuf_iterator<char>(arch)), std::istreambuf_iterator<char>());
   BuildContents what;
   for (int i = 5; i < argc; ++i)
     what.outputs.emplace_back(argv[i]);
@@ -43,7 +40,7 @@ int main(int argc, char** argv) {
   }
   auto& w = std::get<EntryWriter>(created);
   if (!w.append(out.data(), out.size()) ||
-      !w.add_outputs(std::move(archive), static_cast<std::uint64_t>(st.st_size)) || w.publish()) {
+      !w.append_outputs(archive.data(), archive.size()) || w.publish()) {
     std::fprintf(stderr, "forge_entry: cannot write the entry\n");
     return 1;
   }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -463,6 +464,21 @@ std::string compress_all(const std::string& raw, std::size_t piece, bool& framed
   return stored;
 }
 
+// `raw` through a FrameCompressor at level 3, in pieces of `piece` bytes.
+std::string frame_all(const std::string& raw, std::size_t piece) {
+  std::string stored;
+  FrameCompressor z(
+      [&](const char* d, std::size_t n) {
+        stored.append(d, n);
+        return true;
+      },
+      3);
+  for (std::size_t at = 0; at < raw.size(); at += piece)
+    EXPECT_TRUE(z.write(raw.data() + at, std::min(piece, raw.size() - at)));
+  EXPECT_TRUE(z.finish());
+  return stored;
+}
+
 std::string decode_all(const std::string& stored, std::uint64_t raw_len, bool& ok) {
   std::string out;
   ok = decode_blocks(
@@ -511,6 +527,32 @@ TEST(CacheCompress, IncompressibleDataIsStoredRaw) {
   EXPECT_FALSE(framed);
   EXPECT_EQ(compress_all("", 1, framed), "");
   EXPECT_FALSE(framed);
+}
+
+TEST(CacheCompress, FramesCompressibleStreamsAndPassesOthersThrough) {
+  std::string text;
+  for (int i = 0; text.size() < 2 * compress_block + 777; ++i)
+    text += "member " + std::to_string(i) + " of the archive\n";
+  for (const std::size_t piece : {std::size_t{1000}, 3 * compress_block}) {
+    const std::string stored = frame_all(text, piece);
+    ASSERT_GE(stored.size(), 4u);
+    EXPECT_EQ(stored.compare(0, 4, "\x28\xb5\x2f\xfd"), 0); // one zstd frame
+    EXPECT_LT(stored.size(), text.size() / 4);
+    std::string back(text.size() + 1, '\0');
+    const std::size_t n = ZSTD_decompress(back.data(), back.size(), stored.data(), stored.size());
+    ASSERT_FALSE(ZSTD_isError(n));
+    back.resize(n);
+    EXPECT_EQ(back, text);
+  }
+  std::string noise(compress_block + 4321, '\0');
+  std::uint64_t x = 88172645463325252ULL;
+  for (auto& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  EXPECT_EQ(frame_all(noise, 4096), noise);      // decided at the first block
+  EXPECT_EQ(frame_all(noise.substr(0, 999), 7), noise.substr(0, 999)); // at finish()
+  EXPECT_EQ(frame_all("", 1), "");
 }
 
 TEST(CacheDepends, BadOutputPaths) {
