@@ -589,6 +589,10 @@ std::optional<SysError> EntryWriter::publish() {
     fail(errno);
     return error_;
   }
+  if (stop_signal() != 0) {
+    fail(EINTR); // abandoned before it is visible: the caller exits 128+N
+    return error_;
+  }
   if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
     const int err = errno;
     error_ = SysError{final_path_, errno_text(err)};
