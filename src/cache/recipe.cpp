@@ -506,6 +506,8 @@ int cache_main(const Options& o) {
   Lookup found = o.cache.force && !o.cache.stale_if_error ? Lookup{LookupState::missing, {}, {}}
                                                           : find(o, store, inputs);
   warn_lookup(o, store, inputs, found);
+  // Corrupt: warned once, and rebuilt under the lock without a second read.
+  const bool corrupt = found.state == LookupState::corrupt;
   bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
@@ -563,7 +565,7 @@ int cache_main(const Options& o) {
   // there, the lock goes at once (SPEC: release and serve), and the entry is
   // read, verified and restored after, so that all who waited restore it
   // side by side. Gone, corrupt or refused by then: the lock again, and on.
-  if (!o.cache.force) {
+  if (!o.cache.force && !corrupt) {
     const Lookup seen = same_outputs(o, store.peek(o.key, inputs));
     if (seen.state == LookupState::found && refused != seen.entry.header.created_ns &&
         current(o, seen.entry.header, std::nullopt)) {
