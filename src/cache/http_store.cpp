@@ -212,6 +212,18 @@ Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
   return read_object(key, object_name(key, inputs));
 }
 
+// The tail alone: one small range request.
+Lookup HttpStore::peek(std::string_view key, const Inputs& inputs) const {
+  if (down_) return unreadable(*down_);
+  Tail t;
+  Lookup l = read_tail(object_name(key, inputs), t);
+  if (l.state == LookupState::unreadable) down_ = l.why;
+  if (l.state == LookupState::unreadable) return l;
+  if (l.state != LookupState::found || t.header.key != key || !t.header.has_inputs(inputs))
+    return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
+}
+
 Lookup HttpStore::read_tail(const std::string& name, Tail& out) const {
   const std::string url = object_url(name);
   std::string last;

@@ -45,6 +45,7 @@ public:
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;

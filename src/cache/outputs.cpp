@@ -1,7 +1,7 @@
 #include "cache/outputs.hpp"
 
 #include "cache/compress.hpp"
-
+#include "run/command.hpp"
 #include "util/dynlib.hpp"
 #include "util/files.hpp"
 #include "util/fd.hpp"
@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,6 +125,10 @@ const Library& library() {
 
 const Api& api() { return library().api; }
 
+// What a restore or a packing stopped by a stop signal says (the caller
+// exits 128+N and shows nothing).
+constexpr const char* interrupted = "interrupted by a signal";
+
 std::string archive_reason(archive* a) {
   const char* why = api().archive_error_string(a);
   return why ? why : "libarchive failed";
@@ -187,6 +192,7 @@ private:
     if (auto e = header(path)) return e;
     buf_.resize(io_block);
     for (off_t left = st.st_size; left > 0;) {
+      if (stop_signal() != 0) return std::string(interrupted);
       const ssize_t n = ::read(fd.get(), buf_.data(), std::min<off_t>(left, io_block));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return path + ": " + errno_text(errno);
@@ -306,6 +312,72 @@ void remove_tree(int dirfd, const char* name) {
 
 // The name of the restored tree inside an output's temporary directory.
 constexpr const char* staged = "new";
+// Beside PATH: ".BASE" + this + six characters of mkdtemp, a restore's
+// temporary directory, or + "old", the tree the last restore replaced.
+constexpr std::string_view sibling_infix = ".bufferlock-";
+constexpr std::size_t temp_name_tail = 6;
+// The name the replaced tree moves to inside the temporary directory, on
+// its way out, when an older one is kept beside PATH already.
+constexpr const char* previous = "previous";
+
+std::string kept_name(const std::string& base) { return "." + base + std::string(sibling_infix) + "old"; }
+
+// Whether `name` is a restore's temporary directory for `base`.
+bool is_temp_of(std::string_view name, const std::string& base) {
+  const std::size_t head = 1 + base.size() + sibling_infix.size();
+  if (name.size() != head + temp_name_tail || name[0] != '.' || name.substr(1, base.size()) != base ||
+      name.substr(1 + base.size(), sibling_infix.size()) != sibling_infix)
+    return false;
+  const std::string_view tail = name.substr(head);
+  return std::all_of(tail.begin(), tail.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+}
+
+// Removes the temporary directories beside PATH (`base` in `parent`) of
+// restores that ended before their end (SIGKILL, a crash). A restore under
+// way holds a lock on its directory (flock), which its end drops: a
+// directory that can be locked has no restore left, and one still locked
+// is never touched.
+void remove_abandoned(int parent, const std::string& base) {
+  const int scan = ::dup(parent);
+  DIR* d = scan < 0 ? nullptr : ::fdopendir(scan);
+  if (!d) {
+    if (scan >= 0) ::close(scan);
+    return;
+  }
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d))
+    if (is_temp_of(ent->d_name, base)) names.emplace_back(ent->d_name);
+  ::closedir(d);
+  for (const auto& n : names) {
+    UniqueFd fd(::openat(parent, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (names_open_file(parent, n, fd.get())) remove_tree(parent, n.c_str());
+  }
+}
+
+// A new temporary directory beside PATH, locked (see remove_abandoned). A
+// restore that sweeps between our mkdtemp and our flock takes it for
+// abandoned and may remove it: once locked, the name must still be ours,
+// else again under a new name.
+std::optional<std::string> make_locked_temp(const std::string& parent, const std::string& base, std::string& path,
+                                            UniqueFd& fd) {
+  constexpr int attempts = 8; // each retry needs another restore sweeping just then
+  for (int i = 0; i < attempts; ++i) {
+    path = parent + "/." + base + std::string(sibling_infix) + "XXXXXX";
+    if (!::mkdtemp(path.data())) return parent + ": " + errno_text(errno);
+    fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return path + ": " + errno_text(errno);
+    int rc = 0;
+    while ((rc = ::flock(fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    // A file system without flock: nobody can lock it, so nobody removes it.
+    if (rc != 0 || names_open_file(AT_FDCWD, path, fd.get())) return std::nullopt;
+  }
+  fd.reset();
+  return parent + ": " + errno_text(ENOENT);
+}
 
 // One PATH being restored.
 struct Target {
@@ -340,13 +412,14 @@ public:
   ~Restorer() {
     for (auto& t : targets_)
       if (!t.temp.empty()) {
+        remove_tree(AT_FDCWD, t.temp.c_str()); // still locked: no sweep races us
         t.temp_fd.reset();
-        remove_tree(AT_FDCWD, t.temp.c_str());
       }
   }
 
   // Extracts one member; an error refuses the whole archive.
   std::optional<std::string> member(archive* a, archive_entry* e) {
+    if (stop_signal() != 0) return std::string(interrupted);
     const char* raw = api().archive_entry_pathname(e);
     if (!raw) return std::string("a member without a name");
     std::string name = raw;
@@ -430,12 +503,23 @@ public:
         if (errno != EEXIST ||
             ::renameat2(t.temp_fd.get(), staged, parent.get(), t.base.c_str(), RENAME_EXCHANGE) != 0)
           return t.path + ": " + errno_text(errno);
+        keep_replaced(t, parent.get());
       }
     }
     return std::nullopt;
   }
 
 private:
+  // The tree just replaced (now in the temporary directory) is kept beside
+  // PATH until the next restore of PATH, so that a reader that opened it
+  // finishes on it whole; the one kept before goes with the temporary
+  // directory. A concurrent restore that kept its own first wins: ours goes.
+  static void keep_replaced(const Target& t, int parent) {
+    const std::string kept = kept_name(t.base);
+    ::renameat(parent, kept.c_str(), t.temp_fd.get(), previous);
+    ::renameat2(t.temp_fd.get(), staged, parent, kept.c_str(), RENAME_NOREPLACE);
+  }
+
   std::optional<std::size_t> output_index(const std::string& s) const {
     if (s.empty() || s.size() > 6 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
     std::size_t n = 0;
@@ -450,11 +534,12 @@ private:
   std::optional<std::string> ensure_temp(Target& t) {
     if (!t.temp.empty()) return std::nullopt;
     if (auto e = make_dirs(t.parent, 0777)) return e->path + ": " + e->reason;
-    std::string name = t.parent + "/." + t.base + ".bufferlock-XXXXXX";
-    if (!::mkdtemp(name.data())) return t.parent + ": " + errno_text(errno);
-    t.temp = name;
-    t.temp_fd.reset(::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!t.temp_fd) return name + ": " + errno_text(errno);
+    UniqueFd parent(::open(t.parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!parent) return t.parent + ": " + errno_text(errno);
+    remove_abandoned(parent.get(), t.base);
+    std::string name;
+    if (auto e = make_locked_temp(t.parent, t.base, name, t.temp_fd)) return e;
+    t.temp = std::move(name);
     return std::nullopt;
   }
 
@@ -466,6 +551,7 @@ private:
     std::size_t size = 0;
     la_int64_t at = 0;
     for (;;) {
+      if (stop_signal() != 0) return std::string(interrupted);
       const int r = api().archive_read_data_block(a, &block, &size, &at);
       if (r == ARCHIVE_EOF) break;
       if (r < ARCHIVE_WARN) return shown + ": " + archive_reason(a);

@@ -46,25 +46,44 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
   return exit_code::ok;
 }
 
-// Puts the entry's --output PATHs in place (nothing to do without); false,
-// with one warning, when its archive is refused or cannot be restored.
-bool restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
-  if (e.header.outputs.empty()) return true;
+// What putting an entry's --output PATHs in place came to.
+struct Restored {
+  bool ok = true; // in place (or none to restore)
+  int stop = 0;   // the stop signal that ended it: the caller exits 128+N, with no warning
+};
+
+// Puts the entry's --output PATHs in place (nothing to do without); not ok,
+// with one warning, when its archive is refused or cannot be restored. A
+// stop signal meanwhile ends it with its temporary trees removed.
+Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
+  if (e.header.outputs.empty()) return {};
+  HoldStopSignals hold;
   const auto why =
       restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
-  if (!why) return true;
+  if (const int sig = hold.end()) return {false, sig};
+  if (!why) return {};
   diag::warn(message(Msg::cache_output_refused,
                      {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.inputs)}, {"error", *why}}));
-  return false;
+  return {false, 0};
 }
 
-// The entry of KEY and inputs, when it holds the caller's --output PATHs
-// (the same list, as given): one with other outputs is a miss.
-Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
-  Lookup l = store.lookup(o.key, inputs);
+// The exit status of a run that a stop signal ended, the lock released.
+int stopped(Lock* lock, int sig) {
+  if (lock) lock->release();
+  return exit_code::signal_base + sig;
+}
+
+// A found entry that holds other --output PATHs than the caller's (another
+// list, as given): a miss.
+Lookup same_outputs(const Options& o, Lookup l) {
   if (l.state == LookupState::found && l.entry.header.outputs != o.cache.outputs)
     return {LookupState::missing, {}, {}};
   return l;
+}
+
+// The entry of KEY and inputs, when it holds the caller's --output PATHs.
+Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
+  return same_outputs(o, store.lookup(o.key, inputs));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the
@@ -161,6 +180,13 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
   int status =
       run_child(o.argv, ticker ? &*ticker : nullptr, &sink, o.cache.keep_stderr ? &err_sink : nullptr);
+  // A stop signal after the command's end: nothing is stored (an upload
+  // under way is abandoned), and we exit at once.
+  const auto interrupted = [&](int sig) {
+    writer.reset();
+    return stopped(lock, sig);
+  };
+  if (const int sig = stop_signal()) return interrupted(sig);
 
   const std::string key = display_key(o.key);
   if (status == 0) {
@@ -193,6 +219,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
         writer.reset();
       }
     }
+    if (const int sig = stop_signal()) return interrupted(sig);
     if (too_large)
       diag::warn(message(Msg::cache_entry_too_large, {{"key", key},
                                                      {"stored", std::to_string(*too_large)},
@@ -204,14 +231,18 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
       std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
       if (built) {
         serve(o, store, *built, false); // its outputs are in place already
-      } else if (restore(o, store, *fallback)) {
+      } else if (const Restored r = restore(o, store, *fallback); r.stop) {
+        return interrupted(r.stop);
+      } else if (r.ok) {
         diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
         serve(o, store, *fallback, false);
       }
     }
   } else {
     writer.reset(); // a failed build stores nothing
-    if (fallback && restore(o, store, *fallback)) {
+    const Restored r = fallback ? restore(o, store, *fallback) : Restored{false, 0};
+    if (r.stop) return interrupted(r.stop);
+    if (fallback && r.ok) {
       const Msg m =
           fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
       diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
@@ -475,6 +506,8 @@ int cache_main(const Options& o) {
   Lookup found = o.cache.force && !o.cache.stale_if_error ? Lookup{LookupState::missing, {}, {}}
                                                           : find(o, store, inputs);
   warn_lookup(o, store, inputs, found);
+  // Corrupt: warned once, and rebuilt under the lock without a second read.
+  const bool corrupt = found.state == LookupState::corrupt;
   bool have = found.state == LookupState::found;
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
@@ -482,7 +515,9 @@ int cache_main(const Options& o) {
   // after the lock, it is the same entry (one warning), still a miss.
   std::optional<std::int64_t> refused;
   if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force) {
-    if (restore(o, store, found.entry)) return serve(o, store, found.entry);
+    const Restored r = restore(o, store, found.entry);
+    if (r.stop) return stopped(nullptr, r.stop);
+    if (r.ok) return serve(o, store, found.entry);
     refused = found.entry.header.created_ns;
     have = false; // refused outputs: a miss, rebuilt
     found = Lookup{LookupState::missing, {}, {}};
@@ -499,9 +534,15 @@ int cache_main(const Options& o) {
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
-    if (tried.status == AcquireStatus::busy && restore(o, store, found.entry)) return serve(o, store, found.entry);
+    if (tried.status == AcquireStatus::busy) {
+      const Restored r = restore(o, store, found.entry);
+      if (r.stop) return stopped(nullptr, r.stop);
+      if (r.ok) return serve(o, store, found.entry);
+    }
     if (tried.status == AcquireStatus::acquired) {
-      if (o.cache.background && restore(o, store, found.entry)) {
+      const Restored r = o.cache.background ? restore(o, store, found.entry) : Restored{false, 0};
+      if (r.stop) return stopped(lock.get(), r.stop);
+      if (r.ok) {
         rebuild_in_background(o, store, inputs, *lock, unusable);
         return serve(o, store, found.entry);
       }
@@ -510,20 +551,48 @@ int cache_main(const Options& o) {
   }
 
   int exit_status = o.error_exit;
-  switch (take_lock(locking, *lock, exit_status)) {
-  case Taken::stop: return exit_status;
-  case Taken::unlocked: return run_child(o.argv); // --fail-open: no lock, no cache
-  case Taken::locked: break;
+  // Takes the lock; nullopt once held, else the status to end with.
+  const auto take = [&]() -> std::optional<int> {
+    switch (take_lock(locking, *lock, exit_status)) {
+    case Taken::stop: return exit_status;
+    case Taken::unlocked: return run_child(o.argv); // --fail-open: no lock, no cache
+    case Taken::locked: break;
+    }
+    return std::nullopt;
+  };
+  if (const auto end = take()) return *end;
+  // Check again: the holder we waited for has probably just stored it. Seen
+  // there, the lock goes at once (SPEC: release and serve), and the entry is
+  // read, verified and restored after, so that all who waited restore it
+  // side by side. Gone, corrupt or refused by then: the lock again, and on.
+  if (!o.cache.force && !corrupt) {
+    const Lookup seen = same_outputs(o, store.peek(o.key, inputs));
+    if (seen.state == LookupState::found && refused != seen.entry.header.created_ns &&
+        current(o, seen.entry.header, std::nullopt)) {
+      lock->release();
+      Lookup got = find(o, store, inputs);
+      warn_lookup(o, store, inputs, got);
+      if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt)) {
+        const Restored r = restore(o, store, got.entry);
+        if (r.stop) return stopped(nullptr, r.stop);
+        if (r.ok) return serve(o, store, got.entry);
+        refused = got.entry.header.created_ns;
+      }
+      if (const auto end = take()) return *end;
+    }
   }
-  // Check again: the holder we waited for has probably just stored it.
   Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : find(o, store, inputs);
   if (again.state == LookupState::found && refused == again.entry.header.created_ns)
     again = Lookup{LookupState::missing, {}, {}};
-  if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt) &&
-      restore(o, store, again.entry)) {
-    const int status = serve(o, store, again.entry);
-    lock->release();
-    return status;
+  if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
+    // Stored just after the peek, or a second round: served under the lock.
+    const Restored r = restore(o, store, again.entry);
+    if (r.stop) return stopped(lock.get(), r.stop);
+    if (r.ok) {
+      const int status = serve(o, store, again.entry);
+      lock->release();
+      return status;
+    }
   }
   if (again.state == LookupState::found) found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for

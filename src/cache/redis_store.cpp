@@ -254,6 +254,15 @@ RedisStore::read_header(const std::string& ekey) const {
   return Found(std::pair(std::move(*h), size));
 }
 
+// The header field alone: one HMGET.
+Lookup RedisStore::peek(std::string_view key, const Inputs& inputs) const {
+  auto h = read_header(entry_key(key, inputs));
+  if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
+  auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
+  if (!got || got->first.key != key || !got->first.has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{{}, std::move(got->first), {}}, {}};
+}
+
 Lookup RedisStore::newest(std::string_view key) const {
   auto keys = keys_of(key);
   if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};

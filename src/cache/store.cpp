@@ -1,5 +1,6 @@
 #include "cache/store.hpp"
 
+#include "run/command.hpp"
 #include "util/io.hpp"
 #include "util/md5.hpp"
 #include "util/random.hpp"
@@ -69,11 +70,7 @@ bool read_head(int fd, std::uint64_t size, std::string& head) {
 }
 
 // Whether `path` still names the file open as `fd`.
-bool names_same_file(const std::string& path, int fd) {
-  struct stat a {
-  }, b{};
-  return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
+bool names_same_file(const std::string& path, int fd) { return names_open_file(AT_FDCWD, path, fd); }
 
 // An entry file opened and its header decoded, its payload not read.
 struct HeadOnly {
@@ -306,6 +303,13 @@ Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
   // dependency stamps cannot be compared with a digest: not this entry.
   if (!header->has_inputs(inputs)) return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
+}
+
+Lookup CacheStore::peek(std::string_view key, const Inputs& inputs) const {
+  auto h = read_header_of(entry_path(key, inputs));
+  if (!h || !h->header || h->header->key != key || !h->header->has_inputs(inputs))
+    return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{{}, std::move(*h->header), {}}, {}};
 }
 
 std::vector<std::string> CacheStore::names_of(std::string_view key) const {
@@ -570,6 +574,10 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
   std::vector<char> buf(std::min<std::uint64_t>(len, small_read));
   for (std::uint64_t at = 0; at < len;) {
     const std::size_t take = std::min<std::uint64_t>(len - at, buf.size());
+    if (stop_signal() != 0) {
+      errno = EINTR; // abandoned: the caller exits 128+N
+      return false;
+    }
     if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
       return false;
     payload_hash_.update(buf.data(), take);
@@ -587,6 +595,10 @@ std::optional<SysError> EntryWriter::publish() {
   if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
       !write_all(fd_.get(), trailer.data(), trailer.size())) {
     fail(errno);
+    return error_;
+  }
+  if (stop_signal() != 0) {
+    fail(EINTR); // abandoned before it is visible: the caller exits 128+N
     return error_;
   }
   if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {

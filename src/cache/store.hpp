@@ -109,6 +109,11 @@ public:
   virtual std::optional<SysError> prepare() const = 0;
   // Finds and fully verifies the entry of `key` for `inputs`.
   virtual Lookup lookup(std::string_view key, const Inputs& inputs) const = 0;
+  // Whether the entry of `key` for `inputs` seems to be there: found with its
+  // header alone (no descriptor), its body neither read nor verified; else
+  // missing (or unreadable). Cheap: what a caller asks while it holds the
+  // build lock, before it reads the entry with lookup() after the release.
+  virtual Lookup peek(std::string_view key, const Inputs& inputs) const = 0;
   // The newest sound entry of `key` for any inputs (--stale-if-error).
   virtual Lookup newest(std::string_view key) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
@@ -158,6 +163,7 @@ public:
 
   // Opens and fully verifies the entry of `key` for `inputs`.
   Lookup lookup(std::string_view key, const Inputs& inputs = std::nullopt) const override;
+  Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key) const override;
 
   // Removes every entry of `key`; absent is fine.

@@ -1,5 +1,6 @@
 #include "cache/streamed_build.hpp"
 
+#include "run/command.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
 
@@ -7,6 +8,10 @@
 #include <cerrno>
 
 namespace bufferlock {
+
+namespace {
+constexpr const char* interrupted = "interrupted by a signal"; // not shown: the caller exits 128+N
+} // namespace
 
 StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
                              std::int64_t created_ns, const BuildContents& what,
@@ -112,6 +117,10 @@ bool StreamedBuild::end_streams() {
 std::optional<SysError> StreamedBuild::publish() {
   if (!end_streams()) return error_;
   if (too_large_) return std::nullopt;
+  if (stop_signal() != 0) {
+    fail(SysError{"", interrupted});
+    return error_;
+  }
   if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(hash_.digest(), checksum(head));
@@ -155,7 +164,10 @@ bool StreamedBuild::count(std::size_t len) {
 }
 
 bool StreamedBuild::flush() {
-  if (!send_part(pending_)) {
+  // A stop signal after the command's end abandons the upload (the caller
+  // exits 128+N): nothing more is sent, and nothing is published.
+  if (stop_signal() != 0) fail(SysError{"", interrupted});
+  if (error_ || !send_part(pending_)) {
     pending_ = std::string();
     return false;
   }

@@ -372,10 +372,17 @@ void HttpClient::conclude(Handle& h, HttpReply& r) {
     r.error = a.curl_easy_strerror(rc);
 }
 
-HttpReply HttpClient::perform(Handle& h) {
+HttpReply HttpClient::perform(Handle& h, bool sending) {
   HttpReply r;
   if (!start(h, r)) return r;
-  while (!step(h)) api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+  while (!step(h)) {
+    api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+    if (sending && settings_.while_waiting && !settings_.while_waiting()) {
+      conclude(h, r); // removed before its end: the connection is closed
+      r.error = "no longer wanted";
+      return r;
+    }
+  }
   conclude(h, r);
   return r;
 }
@@ -414,7 +421,7 @@ HttpReply HttpClient::put(const std::string& url, std::uint64_t len, const Sourc
     a.curl_easy_setopt(h.easy, CURLOPT_READDATA, &h);
     h.source = &read;
   }
-  return perform(h);
+  return perform(h, true);
 }
 
 HttpReply HttpClient::del(const std::string& url) {

@@ -94,7 +94,8 @@ public:
   HttpReply propfind(const std::string& url, std::string& body, std::size_t most);
 
 private:
-  HttpReply perform(Handle& h);
+  // An upload (`sending`) is abandoned once while_waiting says it is no longer wanted.
+  HttpReply perform(Handle& h, bool sending = false);
   Handle& fresh();
   // The request set up on the handle: added to the multi handle; false,
   // with r.error, when there is no usable handle.

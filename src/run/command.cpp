@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <utility>
 #include <cerrno>
 
 #ifdef BUFFERLOCK_COVERAGE
@@ -38,6 +39,30 @@ std::string exec_failed_text(const char* command, int err) {
 }
 
 constexpr std::array forwarded_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+constexpr std::array stop_signals = {SIGINT, SIGTERM, SIGHUP};
+
+bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+
+sigset_t stop_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : stop_signals)
+    sigaddset(&set, s);
+  return set;
+}
+
+// The stop signal held back and pending, or 0 (one system call).
+int stop_signal_pending() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return 0;
+  for (int s : stop_signals)
+    if (sigismember(&pending, s)) return s;
+  return 0;
+}
+
+// Inside run_child: a stop signal read after the command's end (0: none).
+int stop_after_exit = 0;
+bool in_run_child = false;
 
 // argv for execvp: pointers into `argv`, then NULL.
 std::vector<char*> c_argv(const std::vector<std::string>& argv) {
@@ -143,12 +168,35 @@ private:
 
 bool while_sink_waits() {
   const Duties d = sink_duties;
-  if (!d.run) return true;
+  if (!d.run) return in_run_child || stop_signal() == 0;
   const SinkDuties none; // not again from inside the duties (a tick's own waits)
   return d.run(d.closure);
 }
 
 void suggest_subcommand_when_not_found(std::string_view subcommand) { not_found_subcommand = subcommand; }
+
+HoldStopSignals::HoldStopSignals() {
+  const sigset_t set = stop_set();
+  ::sigprocmask(SIG_BLOCK, &set, &old_);
+}
+
+int HoldStopSignals::end() {
+  if (!held_) return 0;
+  held_ = false;
+  const int sig = stop_signal_pending();
+  if (sig != 0 && !sigismember(&old_, sig)) {
+    // Taken now, or letting it through would end the process at once.
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    const timespec now{0, 0};
+    ::sigtimedwait(&one, nullptr, &now);
+  }
+  ::sigprocmask(SIG_SETMASK, &old_, nullptr);
+  return sig;
+}
+
+int stop_signal() { return in_run_child ? stop_after_exit : stop_signal_pending(); }
 
 int exec_command(const std::vector<std::string>& argv) {
   const std::vector<char*> args = c_argv(argv);
@@ -257,6 +305,9 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
     for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof info[0]); ++i) {
       const int sig = static_cast<int>(info[i].ssi_signo);
       if (sig != SIGCHLD && !exited) ::kill(child, sig);
+      // After the command's end a stop signal is ours: its output is no
+      // longer wanted (while_sink_waits, stop_signal).
+      if (exited && is_stop_signal(sig) && stop_after_exit == 0) stop_after_exit = sig;
     }
     if (!exited && ::waitpid(child, &status, WNOHANG) == child) {
       exited = true;
@@ -268,9 +319,11 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   const auto duties = [&] {
     forward_signals();
     if (next_tick_at != infinite_duration && monotonic_now() >= next_tick_at) next_tick_at = ticker->tick(child);
-    return !exited || exit_status_from_wait(status) == 0;
+    return (!exited || exit_status_from_wait(status) == 0) && stop_after_exit == 0;
   };
   const SinkDuties for_sinks(duties);
+  stop_after_exit = 0;
+  in_run_child = true;
   std::vector<char> buffer(sink || err_sink ? 65536 : 0);
   while (!exited || reads[0] || reads[1]) {
     int timeout_ms = -1;
@@ -299,7 +352,10 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   }
   if (!exited) ::waitpid(child, &status, 0);
   // The forwarded signals stay blocked: one that comes now, after the child
-  // is gone, must not stop us between here and the release.
+  // is gone, must not stop us between here and the release; the caller asks
+  // for it (stop_signal). One read above is made pending again for that.
+  in_run_child = false;
+  if (stop_after_exit != 0) ::raise(std::exchange(stop_after_exit, 0));
   ::sigaction(SIGCHLD, &old_chld, nullptr);
   return exit_status_from_wait(status);
 }

@@ -4,6 +4,7 @@
 
 #include "util/duration.hpp"
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -49,9 +50,37 @@ using OutputSink = std::function<void(const char* data, std::size_t len)>;
 // For a sink that has to wait (an upload whose server is slow): passes on
 // the signals that came meanwhile and runs a renewal tick that fell due,
 // then returns false once the command has ended with a failure (nothing of
-// its output is kept: a sink need not wait any more), true otherwise. Does
-// nothing outside a sink called by run_child (true).
+// its output is kept: a sink need not wait any more) or a stop signal came
+// after its end, true otherwise. Outside run_child: false once a stop
+// signal waits (stop_signal), else true.
 bool while_sink_waits();
+
+// The stop signals, INT, TERM and HUP, end bufferlock's own work when no
+// command claims them. Work that must not leave half of itself behind (an
+// --output restore, the upload after a build) holds them back while it runs
+// and asks between its parts whether one came; then it undoes what it did
+// and bufferlock exits 128+N. run_child leaves them held back after the
+// command's end.
+class HoldStopSignals {
+public:
+  HoldStopSignals();
+  ~HoldStopSignals() { end(); }
+  HoldStopSignals(const HoldStopSignals&) = delete;
+  HoldStopSignals& operator=(const HoldStopSignals&) = delete;
+  // Lets them through again as before; the one that came meanwhile, or 0.
+  // A signal held back before stays pending; one this hold kept back is
+  // taken, so that it does not end the process here.
+  int end();
+
+private:
+  sigset_t old_;
+  bool held_ = true;
+};
+
+// The stop signal that came for bufferlock and waits, held back, or 0.
+// While run_child's command runs, those are the command's (passed on to it);
+// one that comes after the command's end is bufferlock's.
+int stop_signal();
 
 // Forks and runs the command as a child while this process waits: the signals
 // INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets

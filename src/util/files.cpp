@@ -25,6 +25,13 @@ std::optional<mode_t> readable_by_others(const std::string& path) {
   return st.st_mode & 07777;
 }
 
+bool names_open_file(int dirfd, const std::string& name, int fd) {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd, &a) == 0 && ::fstatat(dirfd, name.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 std::string parent_dir(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/')

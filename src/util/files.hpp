@@ -47,6 +47,11 @@ UniqueFd anonymous_file(std::uint64_t size);
 // why not (for a one-line usage error): index 0 the bytes, 1 the reason.
 std::variant<std::string, std::string> read_secret_file(const std::string& path);
 
+// Whether `name` in `dirfd` (AT_FDCWD: a path) still names the file open as
+// `fd`, not following a symbolic link: a file removed or replaced since it
+// was opened does not.
+bool names_open_file(int dirfd, const std::string& name, int fd);
+
 // The directory part of `path` ("." when there is none).
 std::string parent_dir(const std::string& path);
 

@@ -177,3 +177,84 @@ assert_no_local_entries() {
     [[ $output != *lost* ]] || fail "stderr: $output"
     [[ -z $(rcli --scan --pattern 'buffer:lock:*') ]] || fail "the lock was not released"
 }
+
+# _lock_waiters_at_least N: N processes wait in the kernel for $K's lock in $C/locks.
+_lock_waiters_at_least() { (($(lock_waiters "$(lock_path "$C/locks" "$K")" | wc -l) >= $1)); }
+
+@test "waiters release the lock before they restore: 3 slow restores side by side, the lock free meanwhile" {
+    # /slow/ answers at 1 MiB/s a connection: a 6 MiB --output takes each
+    # waiter about 6 s to read. Read under the lock, one after the other,
+    # the last would be done 18 s after the build.
+    local slow i t_end start last=0 ms
+    slow=$(http_url slow)
+    mkdir -p "$T/c0"
+    cd "$T/c0"
+    spawn_caller 0 --store "$slow" --output dist "$K" sh -c "$GATE_WAIT"'; exec "$1" 6144' "$T/gate" "$MKDIST"
+    wait_until_held "$C/locks" "$K"
+    for i in 1 2 3; do
+        mkdir -p "$T/c$i"
+        cd "$T/c$i"
+        start[i]=$(now_us)
+        spawn_caller "$i" --store "$slow" --output dist "$K" "$MKDIST" 6144
+    done
+    cd "$T"
+    poll_until 20 _lock_waiters_at_least 3 || fail "the waiters did not all wait for the lock"
+    : >"$T/gate"
+    wait_results 1 60
+    t_end=$(now_us)
+    assert_equal "$(caller_status 0)" 0
+    # Each waiter found the entry and let the lock go before reading it.
+    sleep 1.5
+    for i in 1 2 3; do
+        [[ ! -e $T/res.$i ]] || fail "waiter $i was done already: the restores were not slow"
+    done
+    ! lock_is_held "$C/locks" "$K" || fail "a waiter holds the lock while it reads the entry"
+    wait_callers 120
+    for i in 1 2 3; do
+        assert_equal "$(caller_status "$i")" 0
+        [[ ! -s $T/err.$i ]] || fail "waiter $i stderr: $(cat "$T/err.$i")"
+        assert_equal "$(cat "$T/out.$i")" built
+        assert_equal "$(tree_sum "$T/c$i/dist")" "$(tree_sum "$T/c0/dist")"
+        ms=$(((start[i] / 1000 + $(caller_ms "$i")) - t_end / 1000))
+        ((ms > last)) && last=$ms
+    done
+    assert_runs 1
+    # Side by side: about one read (6 s) after the build, far from three.
+    echo "# the last waiter was done $last ms after the build" >&3
+    ((last < 12000)) || fail "the last waiter was done $last ms after the build"
+}
+
+@test "a stop signal during the upload after the build (INT, TERM): abandoned at once, exit 128+N" {
+    start_fault_server putstall
+    local sig want bl t0 waited n=0
+    mkdir -p "$T/w"
+    for sig in INT TERM; do
+        want=130
+        [[ $sig == TERM ]] && want=143
+        # The command ends at once; its 32 MiB --output archive is sent after
+        # it, to a server that reads nothing: the upload waits (--store-timeout 30).
+        (cd "$T/w" && exec "$BL" cache --cache-dir "$C" --store "$FAULT_URL" --store-timeout 30 \
+            --output dist "$K" "$MKDIST" 32768) </dev/null >"$T/out" 2>"$T/err" 3>&- &
+        bl=$!
+        track_pid "$bl"
+        n=$((n + 1))
+        poll_until 20 _put_count_at_least "$n" || fail "no PUT reached the server: $(cat "$T/err")"
+        sleep 1
+        pid_alive "$bl" || fail "bufferlock ended before the signal: $(cat "$T/err")"
+        t0=$(now_us)
+        kill "-$sig" "$bl"
+        wait_for_exit "$bl" 10 || fail "SIG$sig did not end the upload within 10 s"
+        waited=$(elapsed_ms "$t0")
+        reap "$bl"
+        assert_equal "$REAPED_STATUS" "$want"
+        echo "# SIG$sig: bufferlock ended $waited ms after it" >&3
+        assert_within "$waited" 2000
+        assert_equal "$(cat "$T/out")" built
+        run cat "$T/err"
+        [[ $output != *bufferlock:* ]] || fail "stderr: $output"
+    done
+    assert_runs 2
+}
+
+# _put_count_at_least N: the fault server logged N PUTs or more.
+_put_count_at_least() { (($(grep -c '^PUT ' "$FAULT_LOG") >= $1)); }

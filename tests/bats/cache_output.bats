@@ -104,7 +104,9 @@ in_w() {
     assert_success
     assert_runs 1
     assert_same_tree "$TREE" "$T/w/dist"
-    assert_equal "$(ls -A "$T/w")" dist
+    # The tree it replaced is kept beside it (until the next restore of dist).
+    assert_equal "$(ls -A "$T/w")" "$(printf '%s\n' .dist.bufferlock-old dist)"
+    assert_equal "$(ls -A "$T/w/.dist.bufferlock-old")" "$(printf '%s\n' old stale)"
 }
 
 @test "an --output archive that does not shrink is stored as a plain tar, one that does in zstd; both restore" {
@@ -231,7 +233,8 @@ runner() {
     assert_runs 1
 }
 
-@test "a reader listing PATH during restores sees the old names or the new ones, never a mix" {
+# old_and_new: entries "old" and "new" whose dist holds 40 files old-* / new-*.
+old_and_new() {
     mkdir -p "$T/old" "$T/new"
     local i
     for ((i = 0; i < 40; i++)); do
@@ -241,32 +244,248 @@ runner() {
     in_w --output dist old "$MKDIST" "$T/old" >/dev/null
     rm -rf "$T/w/dist"
     in_w --output dist new "$MKDIST" "$T/new" >/dev/null
-    # The reader: every listing must be all old-* or all new-*, 40 names.
-    (
-        while [[ ! -e $T/stop ]]; do
-            names=$(ls "$T/w/dist" 2>&1) || {
-                echo "ls failed: $names" >>"$T/mixes"
-                continue
-            }
-            n_old=$(grep -c '^old-' <<<"$names" || true)
-            n_new=$(grep -c '^new-' <<<"$names" || true)
-            if ! { ((n_old == 40 && n_new == 0)) || ((n_old == 0 && n_new == 40)); }; then
-                echo "old=$n_old new=$n_new" >>"$T/mixes"
-            fi
-            echo x >>"$T/looks"
-        done
-    ) &
-    track_pid $!
+}
+
+@test "a reader listing PATH during restores sees the old names or the new ones, never a mix" {
+    old_and_new
+    # The reader: every listing of a tree that was in place (PATH, or kept
+    # beside it) from before it was opened to after it was read must be all
+    # old-* or all new-*, 40 names. A tree that was gone by then was removed
+    # by the restore after the one that replaced it (the next case).
+    python3 - "$T/w/dist" "$T/w/.dist.bufferlock-old" "$T/stop" >"$T/reader" 2>&1 <<'PY' &
+import os, sys
+path, kept, stop = sys.argv[1:]
+looks = 0
+def placed(st):
+    for p in (path, kept):
+        try:
+            s = os.lstat(p)
+        except OSError:
+            continue
+        if (s.st_dev, s.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+while not os.path.exists(stop):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        print("open failed:", e)
+        continue
+    names = os.listdir(fd)
+    st = os.fstat(fd)
+    os.close(fd)
+    if not placed(st):
+        continue
+    looks += 1
+    n_old = sum(n.startswith("old-") for n in names)
+    n_new = sum(n.startswith("new-") for n in names)
+    if not ((n_old, n_new) in ((40, 0), (0, 40)) and len(names) == 40):
+        print("old=%d new=%d" % (n_old, n_new))
+print("looks", looks)
+PY
+    local reader=$! i
+    track_pid "$reader"
     for ((i = 0; i < 30; i++)); do
         in_w --output dist old "$MKDIST" >/dev/null || fail "restore of old failed"
         in_w --output dist new "$MKDIST" >/dev/null || fail "restore of new failed"
     done
     : >"$T/stop"
-    wait
+    wait "$reader"
     assert_runs 2
-    [[ ! -s $T/mixes ]] || fail "the reader saw: $(sort "$T/mixes" | uniq -c | head)"
-    (($(wc -l <"$T/looks") > 10)) || fail "the reader looked only $(wc -l <"$T/looks") times"
-    assert_equal "$(ls -A "$T/w")" dist
+    [[ $(grep -vc '^looks ' "$T/reader") == 0 ]] || fail "the reader saw: $(sort "$T/reader" | uniq -c | head)"
+    (($(awk '/^looks / { print $2 }' "$T/reader") > 10)) || fail "the reader looked too few times: $(cat "$T/reader")"
+    # PATH, and the tree the last restore replaced: nothing else beside it.
+    assert_equal "$(ls -A "$T/w")" "$(printf '%s\n' .dist.bufferlock-old dist)"
+    assert_equal "$(ls "$T/w/.dist.bufferlock-old" | grep -c '^old-')" 40
+}
+
+@test "a reader that opened PATH before a restore lists the replaced tree whole; the next restore removes it" {
+    old_and_new
+    in_w --output dist old "$MKDIST" >/dev/null
+    # The reader opens dist (the old tree), and lists it only after a
+    # restore has put the new tree in its place.
+    python3 - "$T/w/dist" "$T/ready" "$T/go" >"$T/listed" 2>&1 <<'PY' &
+import os, sys, time
+path, ready, go = sys.argv[1:]
+fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+open(ready, "w").close()
+for _ in range(60000):
+    if os.path.exists(go):
+        break
+    time.sleep(0.001)
+print("\n".join(sorted(os.listdir(fd))))
+PY
+    local reader=$!
+    track_pid "$reader"
+    poll_until 10 test -e "$T/ready" || fail "the reader did not start: $(cat "$T/listed")"
+    in_w --output dist new "$MKDIST" >/dev/null || fail "restore of new failed"
+    : >"$T/go"
+    wait "$reader" || fail "the reader failed: $(cat "$T/listed")"
+    assert_equal "$(grep -c '^old-' "$T/listed")" 40
+    assert_equal "$(wc -l <"$T/listed")" 40
+    assert_equal "$(ls "$T/w/dist" | grep -c '^new-')" 40
+    assert_equal "$(ls "$T/w/.dist.bufferlock-old" | grep -c '^old-')" 40
+    # The next restore keeps what it replaces, and removes the one kept before.
+    in_w --output dist old "$MKDIST" >/dev/null || fail "restore of old failed"
+    assert_equal "$(ls -A "$T/w")" "$(printf '%s\n' .dist.bufferlock-old dist)"
+    assert_equal "$(ls "$T/w/.dist.bufferlock-old" | grep -c '^new-')" 40
+    assert_equal "$(ls "$T/w/dist" | grep -c '^old-')" 40
+    assert_runs 2
+}
+
+# stop_at PID GLOB [BYTES [SKIP]]: lets big_bg's PID start ($T/go), SIGSTOPs
+# it as soon as a path matching GLOB exists (a file of BYTES or more; not
+# below SKIP), and keeps
+# it stopped if that path is still there once PID has stopped (STOP_AT: the
+# path); status 2 (PID let go on) when it was past it, 1 when nothing
+# matched within 60 s.
+stop_at() {
+    STOP_AT=$(python3 - "$T/go" "$@" <<'PY'
+import glob, os, signal, sys, time
+go, pid, pattern = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+least = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+skip = sys.argv[5] + "/" if len(sys.argv) > 5 else None
+def match():
+    for p in glob.glob(pattern):
+        if skip and p.startswith(skip):
+            continue
+        try:
+            if os.lstat(p).st_size >= least:
+                return p
+        except OSError:
+            pass
+def stopped():
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in "Tt"
+    except OSError:
+        return True
+end = time.monotonic() + 60
+open(go, "w").close()
+while time.monotonic() < end:
+    if match():
+        os.kill(pid, signal.SIGSTOP)
+        while not stopped():
+            time.sleep(0.001)
+        p = match()
+        if p:
+            print(p)
+            sys.exit(0)
+        os.kill(pid, signal.SIGCONT)
+        sys.exit(2)
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit(2)
+    time.sleep(0.0005)
+sys.exit(1)
+PY
+)
+}
+
+# make_mkbig: $T/bin/mkbig counts a build, then makes ./out: 64 MiB of
+# random bytes and a small file.
+make_mkbig() {
+    printf '#!/bin/sh\necho $$ >>%s\nmkdir -p out\nhead -c 64M /dev/urandom >out/big\necho small >out/small\necho built\n' \
+        "$RUNS" >"$T/bin/mkbig"
+    chmod +x "$T/bin/mkbig"
+}
+
+# big_bg: `cache --output out K mkbig` in $T/w in the background, once
+# $T/go exists (stop_at makes it); BIG_PID is bufferlock's.
+big_bg() {
+    rm -f "$T/go"
+    (cd "$T/w" && while [ ! -e "$T/go" ]; do sleep 0.01; done &&
+        exec "$BL" cache --cache-dir "$C" --output out "$K" "$T/bin/mkbig") \
+        </dev/null >"$T/big.out" 2>"$T/big.err" 3>&- &
+    BIG_PID=$!
+    track_pid "$BIG_PID"
+}
+
+@test "SIGINT or SIGTERM during an --output restore: exit 130 / 143, nothing left beside PATH, PATH untouched" {
+    make_mkbig
+    in_w --output out "$K" "$T/bin/mkbig" >/dev/null || fail "the build failed"
+    local ino sig want rc
+    ino=$(stat -c %i "$T/w/out")
+    for sig in INT TERM; do
+        want=130
+        [[ $sig == TERM ]] && want=143
+        big_bg
+        rc=0
+        stop_at "$BIG_PID" "$T/w/.out.bufferlock-*/new" || rc=$?
+        ((rc == 0)) || fail "the restore was not caught under way ($rc)"
+        kill "-$sig" "$BIG_PID"
+        kill -CONT "$BIG_PID"
+        wait_for_exit "$BIG_PID" 10 || fail "SIG$sig did not end the restore"
+        reap "$BIG_PID"
+        assert_equal "$REAPED_STATUS" "$want"
+        assert_equal "$(ls -A "$T/w")" out
+        assert_equal "$(stat -c %i "$T/w/out")" "$ino"
+        [[ ! -s $T/big.out ]] || fail "stdout was served: $(cat "$T/big.out")"
+        [[ ! -s $T/big.err ]] || fail "stderr: $(cat "$T/big.err")"
+    done
+    assert_runs 1
+}
+
+@test "a restore killed by SIGKILL leaves its tree; the next restore of PATH removes it, never one under way" {
+    make_mkbig
+    in_w --output out "$K" "$T/bin/mkbig" >/dev/null || fail "the build failed"
+    local rc=0 left running mine
+    big_bg
+    stop_at "$BIG_PID" "$T/w/.out.bufferlock-*/new" || rc=$?
+    ((rc == 0)) || fail "the restore was not caught under way ($rc)"
+    kill -KILL "$BIG_PID"
+    wait_for_exit "$BIG_PID" 10 || fail "SIGKILL did not end it"
+    left=$(dirname "$STOP_AT")
+    [[ -d $left ]] || fail "no tree left by the killed restore"
+    # A restore under way (stopped) keeps its tree while another one runs.
+    big_bg
+    running=$BIG_PID
+    rc=0
+    stop_at "$BIG_PID" "$T/w/.out.bufferlock-*/new" 0 "$left" || rc=$?
+    ((rc == 0)) || fail "the second restore was not caught under way ($rc)"
+    mine=$(dirname "$STOP_AT")
+    run --separate-stderr in_w --output out "$K" "$T/bin/mkbig"
+    assert_success
+    assert_output built
+    [[ -z $stderr ]] || fail "stderr: $stderr"
+    [[ ! -e $left ]] || fail "the killed restore's tree is still there"
+    [[ -d $mine ]] || fail "the tree of a restore under way was removed"
+    kill -CONT "$running"
+    wait_for_exit "$running" 30 || fail "the stopped restore did not finish"
+    reap "$running"
+    assert_equal "$REAPED_STATUS" 0
+    assert_equal "$(cat "$T/big.out")" built
+    assert_equal "$(ls -A "$T/w")" "$(printf '%s\n' .out.bufferlock-old out)"
+    assert_runs 1
+}
+
+@test "SIGINT while the file store publishes a large --output archive: exit 130, no entry, no temporary file" {
+    make_mkbig
+    local rc tries
+    for ((tries = 0; tries < 5; tries++)); do
+        rm -rf "$T/w/out"
+        big_bg
+        # The archive is copied behind the output into the temporary file.
+        rc=0
+        stop_at "$BIG_PID" "$C/.tmp-*" $((16 << 20)) || rc=$?
+        if ((rc == 2)); then
+            wait_for_exit "$BIG_PID" 30 || fail "the build did not finish"
+            blc --drop "$K"
+            continue
+        fi
+        ((rc == 0)) || fail "the publish was not caught under way ($rc)"
+        kill -INT "$BIG_PID"
+        kill -CONT "$BIG_PID"
+        wait_for_exit "$BIG_PID" 10 || fail "SIGINT did not end the publish"
+        reap "$BIG_PID"
+        assert_equal "$REAPED_STATUS" 130
+        assert_no_entry "$K"
+        assert_equal "$(cat "$T/big.out")" built
+        [[ ! -s $T/big.err ]] || fail "stderr: $(cat "$T/big.err")"
+        return 0
+    done
+    fail "the publish was never caught under way in $tries tries"
 }
 
 # evil_archive KIND FILE: a tar archive with members "0" (a directory) and a

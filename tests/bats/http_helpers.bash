@@ -26,6 +26,7 @@
 #   /auth/    basic auth, user HTTP_USER, password HTTP_PASSWORD
 #   /bearer/  Authorization: Bearer HTTP_TOKEN, else 401
 #   /roauth/  anyone reads, writing needs basic auth (the ccache wiki's limit_except)
+#   /slow/    /cache/'s, but every answer comes at 1 MiB/s (limit_rate): slow restores
 #
 # The https server has /cache/ only, over the same root.  Each test gets its
 # own directory below every location (http_setup): http_url LOCATION is
@@ -40,7 +41,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 HTTP_FAULT_SERVER="$BATS_TEST_DIRNAME/../tools/http_fault_server.py"
 
 # The locations the suites use, one directory each under the root.
-HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth nochunk slowbody)
+HTTP_LOCATIONS=(cache nolist small e500 e503 rd500 rd503 wr500 auth bearer roauth nochunk slowbody slow)
 
 # _dav_ext_module: the path of the dav-ext module (PROPFIND), empty if missing.
 _dav_ext_module() {
@@ -119,6 +120,11 @@ http {
         # A server that gives up on a body whose bytes stop for 1 s.
         location /slowbody/ {
             client_body_timeout 1s;
+            $dav
+            dav_ext_methods PROPFIND OPTIONS;
+        }
+        location /slow/ {
+            limit_rate 1m;
             $dav
             dav_ext_methods PROPFIND OPTIONS;
         }
