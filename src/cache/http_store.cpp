@@ -40,7 +40,7 @@ class HttpBuild final : public StreamedBuild {
 public:
   HttpBuild(const HttpStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
             const BuildContents& what)
-      : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), part), store_(store),
+      : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
         name_(store.object_name(key, inputs)) {}
 
   std::optional<CachedEntry> entry() override {
@@ -186,8 +186,8 @@ std::vector<std::string> propfind_names(std::string_view xml) {
   return out;
 }
 
-HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::optional<std::uint64_t> max_entry)
-    : url_(std::move(url)), settings_(std::move(settings)), max_entry_(max_entry) {
+HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
+    : url_(std::move(url)), settings_(std::move(settings)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }

@@ -39,7 +39,7 @@ std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string
 
 class HttpStore final : public EntryStore {
 public:
-  HttpStore(StoreUrl url, HttpSettings settings, std::optional<std::uint64_t> max_entry);
+  HttpStore(StoreUrl url, HttpSettings settings);
 
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
@@ -66,7 +66,6 @@ public:
   const std::string& server() const { return url_.display; }
   std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const;
   HttpClient& client() const;
-  std::optional<std::uint64_t> max_entry() const { return max_entry_; }
   std::string object_url(const std::string& name) const { return url_.base + name; }
 
 private:
@@ -97,7 +96,6 @@ private:
 
   StoreUrl url_;
   HttpSettings settings_;
-  std::optional<std::uint64_t> max_entry_;
   mutable std::unique_ptr<HttpClient> client_;
   // Why a read failed for the server (no answer, a stall, a 5xx): then the
   // store is down for the rest of the run, as Gradle's remote cache is, so

@@ -107,6 +107,13 @@ Options lock_options(const Options& o, const Inputs& inputs) {
   return l;
 }
 
+// --max-entry, the same in every store: the limit given, else 64M in Redis
+// (whose memory the entries take) and none in the other stores.
+std::optional<std::uint64_t> entry_limit(const Options& o) {
+  if (o.cache.max_entry_given || o.cache.store == CacheStoreKind::redis) return o.cache.max_entry;
+  return std::nullopt;
+}
+
 // The one warning of an output that was not stored.
 void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
   if (store.noted_unreadable()) return; // the lookup's warning said the store failed
@@ -132,7 +139,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   if (!unusable) {
     // Compressed in Redis, where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
-                             o.cache.compress || store.remote()};
+                             o.cache.compress || store.remote(), entry_limit(o)};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
@@ -400,7 +407,7 @@ int cache_main(const Options& o) {
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
     if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
-    redis.emplace(o.redis, o.cache.max_entry, expire_after);
+    redis.emplace(o.redis, expire_after);
   } else if (o.cache.store == CacheStoreKind::http) {
     HttpSettings s;
     s.ca_file = o.redis.tls.ca;
@@ -417,8 +424,7 @@ int cache_main(const Options& o) {
       s.token = std::get<0>(std::move(read));
       while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r')) s.token.pop_back();
     }
-    http.emplace(o.cache.store_url, std::move(s),
-                 o.cache.max_entry_given ? std::optional(o.cache.max_entry) : std::nullopt);
+    http.emplace(o.cache.store_url, std::move(s));
     if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
   }
   const EntryStore& store = redis  ? static_cast<const EntryStore&>(*redis)

@@ -36,9 +36,8 @@ std::int64_t realtime_ns() {
 
 } // namespace
 
-RedisStore::RedisStore(const RedisSettings& settings, std::uint64_t max_entry,
-                       std::optional<Nanos> expire_after)
-    : settings_(settings), max_entry_(max_entry), expire_after_(expire_after) {}
+RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
+    : settings_(settings), expire_after_(expire_after) {}
 
 std::string RedisStore::entry_key(std::string_view key, const Inputs& inputs) const {
   std::string k = "{";
@@ -303,7 +302,7 @@ class RedisBuild final : public StreamedBuild {
 public:
   RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
              const BuildContents& what)
-      : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), chunk), store_(store),
+      : StreamedBuild(store, key, inputs, created_ns, what, chunk), store_(store),
         entry_key_(store.entry_key(key, inputs)) {
     const std::string plain = store.entry_key(key);
     temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();

@@ -27,7 +27,7 @@ namespace bufferlock {
 class RedisStore final : public EntryStore {
 public:
   // `expire_after`: max-age + stale (entries without --max-age never expire).
-  RedisStore(const RedisSettings& settings, std::uint64_t max_entry, std::optional<Nanos> expire_after);
+  RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after);
 
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
@@ -60,7 +60,6 @@ public:
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv) const;
 
-  std::uint64_t max_entry() const { return max_entry_; }
   std::optional<Nanos> expire_after() const { return expire_after_; }
 
 private:
@@ -75,7 +74,6 @@ private:
   template <class Send> RedisResult<RedisReply> on_client(Send send) const;
 
   RedisSettings settings_;
-  std::uint64_t max_entry_;
   std::optional<Nanos> expire_after_;
   mutable std::optional<RedisClient> client_;
 };

@@ -443,6 +443,8 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
   w.header_.outputs = what.outputs;
+  w.max_entry_ = what.max_entry;
+  w.keep_stderr_ = keep_stderr == KeepStderr::yes;
   w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
                                        store.signer() != nullptr || what.compress);
   if (const EntrySigner* signer = store.signer()) {
@@ -492,6 +494,7 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 
 bool EntryWriter::store_stdout(const char* data, std::size_t len) {
   if (error_) return false;
+  if (!count(len)) return true; // only counted
   if (!write_all(fd_.get(), data, len)) {
     fail(errno);
     return false;
@@ -504,13 +507,14 @@ bool EntryWriter::store_stdout(const char* data, std::size_t len) {
 
 bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   if (error_) return false;
-  if (!stderr_fd_) return true; // not kept
+  if (!keep_stderr_) return true;
   if (header_.compression) return compressors().second->write(data, len);
   return store_stderr(data, len);
 }
 
 bool EntryWriter::store_stderr(const char* data, std::size_t len) {
   if (error_) return false;
+  if (!count(len)) return true;
   if (!write_all(stderr_fd_.get(), data, len)) {
     fail(errno);
     return false;
@@ -523,7 +527,7 @@ std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
   // Made at first use, when the writer has reached its place: they call it back.
   if (!stdout_z_) {
     stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
-    if (stderr_fd_)
+    if (keep_stderr_)
       stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
   }
   return {stdout_z_.get(), stderr_z_.get()};
@@ -544,9 +548,25 @@ bool EntryWriter::finish_compression() {
 
 bool EntryWriter::add_outputs(UniqueFd fd, std::uint64_t len) {
   if (error_) return false;
+  if (!count(len)) return true;
   outputs_fd_ = std::move(fd);
   header_.outputs_len = len;
   return true;
+}
+
+// Past --max-entry the temporary file goes at once (a large output must
+// not fill the disk only to be thrown away), and the bytes are only counted
+// on, so that the warning can name the stored size.
+bool EntryWriter::count(std::uint64_t len) {
+  stored_ += len;
+  if (too_large_) return false;
+  if (!max_entry_ || stored_ <= *max_entry_) return true;
+  too_large_ = true;
+  ::unlink(temp_path_.c_str());
+  fd_.reset();
+  stderr_fd_.reset();
+  outputs_fd_.reset();
+  return false;
 }
 
 // Appends `len` bytes of `src` (held stderr, the outputs archive) to the
@@ -566,6 +586,7 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
 
 std::optional<SysError> EntryWriter::publish() {
   if (error_ || !finish_compression()) return error_;
+  if (too_large_) return std::nullopt;
   if ((stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) ||
       (outputs_fd_ && !copy_behind(outputs_fd_.get(), header_.outputs_len))) {
     fail(errno);
@@ -610,6 +631,8 @@ public:
   std::optional<SysError> publish() override { return w_.publish(); }
   const std::optional<SysError>& error() const override { return w_.error(); }
   std::optional<CachedEntry> entry() override { return w_.entry(); }
+  bool too_large() const override { return w_.too_large(); }
+  std::uint64_t stored_size() const override { return w_.stored_size(); }
 
 private:
   EntryWriter w_;

@@ -53,6 +53,10 @@ struct BuildContents {
   KeepStderr keep_stderr = KeepStderr::no;
   std::vector<std::string> outputs;
   bool compress = false; // stdout and stderr in zstd blocks (cache/compress.hpp)
+  // --max-entry, one rule for every store: the most stored bytes (stdout,
+  // stderr and the outputs archive, as stored) an entry may have. Past it
+  // the build stores nothing and only counts on (EntryBuild::too_large).
+  std::optional<std::uint64_t> max_entry = std::nullopt;
 };
 
 struct GcCounts {
@@ -228,16 +232,23 @@ public:
   // The outputs archive, copied behind stderr by publish().
   bool add_outputs(UniqueFd fd, std::uint64_t len);
 
-  // Completes the file and renames it into place. Afterwards entry() serves it.
+  // Completes the file and renames it into place. Afterwards entry() serves
+  // it. Past --max-entry it publishes nothing (and is no error).
   std::optional<SysError> publish();
 
   const std::optional<SysError>& error() const { return error_; }
+  // The output outgrew --max-entry: the temporary file is gone.
+  bool too_large() const { return too_large_; }
+  // The stored bytes so far, counted past --max-entry too.
+  std::uint64_t stored_size() const { return stored_; }
   // The published entry, readable through the writer's descriptor.
   CachedEntry entry();
 
 private:
   EntryWriter() = default;
   void fail(int err);
+  // Counts stored bytes; false once past --max-entry (then only counting).
+  bool count(std::uint64_t len);
   bool copy_behind(int src, std::uint64_t len);
   // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
   bool store_stdout(const char* data, std::size_t len);
@@ -258,6 +269,10 @@ private:
   std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
   std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
   std::optional<SysError> error_;
+  std::optional<std::uint64_t> max_entry_;
+  bool keep_stderr_ = false;
+  std::uint64_t stored_ = 0;
+  bool too_large_ = false;
   bool published_ = false;
 };
 
