@@ -41,10 +41,10 @@ public:
   HttpBuild(const HttpStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
             const BuildContents& what)
       : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
-        name_(store.object_name(key, inputs)) {}
+        name_(store.object_name(key, entry_address(inputs, what.outputs))) {}
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().inputs);
+    Lookup l = store_.lookup(header().key, header().address());
     if (l.state == LookupState::found) return std::move(l.entry);
     fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
     return std::nullopt;
@@ -323,7 +323,7 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
     std::optional<EntryHeader> h;
     if (l.state == LookupState::found) h = std::move(t.header);
     // Filed under another name than its own: not an entry of this store.
-    if (h && object_name(h->key, h->inputs) != name) h.reset();
+    if (h && object_name(h->key, h->address()) != name) h.reset();
     out.push_back({std::move(name), std::move(h)});
   }
   return out;

@@ -1,7 +1,8 @@
 // Entries on an HTTP server (--store http://..., SPEC §18): one object per
 // entry address under the URL's path, named as the file store names its files:
-//   PATH/<md5 of KEY>.entry              without inputs
-//   PATH/<md5 of KEY>.<inputs hex>.entry with --depends
+//   PATH/<md5 of KEY>.entry               without inputs or outputs
+//   PATH/<md5 of KEY>.<address hex>.entry with --depends or --output
+//                                         (entry_address, cache/entry.hpp)
 // An object holds an entry's bytes (cache/entry.hpp) with the header moved
 // behind the body, so that a build can send its body while it is made,
 // before the lengths in its header are known:

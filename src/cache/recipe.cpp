@@ -41,7 +41,7 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   diag::debug_lazy([&] {
     return message(Msg::cache_hit,
-                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.inputs)}});
+                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.address())}});
   });
   return exit_code::ok;
 }
@@ -54,14 +54,17 @@ bool restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
       restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
   if (!why) return true;
   diag::warn(message(Msg::cache_output_refused,
-                     {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.inputs)}, {"error", *why}}));
+                     {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.address())}, {"error", *why}}));
   return false;
 }
+
+// Where the caller's entry is filed: its inputs and its --output list.
+Inputs address(const Options& o, const Inputs& inputs) { return entry_address(inputs, o.cache.outputs); }
 
 // The entry of KEY and inputs, when it holds the caller's --output PATHs
 // (the same list, as given): one with other outputs is a miss.
 Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
-  Lookup l = store.lookup(o.key, inputs);
+  Lookup l = store.lookup(o.key, address(o, inputs));
   if (l.state == LookupState::found && l.entry.header.outputs != o.cache.outputs)
     return {LookupState::missing, {}, {}};
   return l;
@@ -100,7 +103,8 @@ bool inputs_changed(const Options& o, const Digest128& before) {
 }
 
 // The options the build lock is taken with: one lock per KEY and inputs, so
-// that callers with other inputs do not wait for this build.
+// that callers with other inputs do not wait for this build. Not per
+// --output list: callers of one KEY with other lists may build in one tree.
 Options lock_options(const Options& o, const Inputs& inputs) {
   Options l = o;
   if (inputs) l.key += "@inputs:" + inputs->hex();
@@ -251,7 +255,7 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
 void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
-  const std::string where = store.where(o.key, inputs);
+  const std::string where = store.where(o.key, address(o, inputs));
   if (l.state == LookupState::corrupt && !store.remote())
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
   else if (l.state == LookupState::corrupt)

@@ -125,11 +125,11 @@ bool wrong_type(const RedisError& e) {
 
 } // namespace
 
-Lookup RedisStore::lookup(std::string_view key, const Inputs& inputs) const {
-  const std::string ekey = entry_key(key, inputs);
+Lookup RedisStore::lookup(std::string_view key, const Inputs& address) const {
+  const std::string ekey = entry_key(key, address);
   Lookup last{LookupState::missing, {}, {}};
   for (int attempt = 0; attempt < read_attempts; ++attempt) {
-    last = read_entry(key, inputs, ekey);
+    last = read_entry(key, address, ekey);
     if (last.state != LookupState::corrupt || last.why != "replaced while it was read") return last;
   }
   return last;
@@ -140,7 +140,7 @@ Lookup RedisStore::lookup(std::string_view key, const Inputs& inputs) const {
 // between two commands is detected by reading its header again when the
 // checksums do not match: another header (another build's creation time) is
 // a replacement, read again from the start; the same header is a corrupt entry.
-Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const std::string& ekey) const {
+Lookup RedisStore::read_entry(std::string_view key, const Inputs& address, const std::string& ekey) const {
   // Header, trailer and the first parts in one command: an entry of up to
   // about first_parts MiB is read at one instant, so a concurrent rebuild
   // can never make it read again; a larger one is checked as below.
@@ -159,7 +159,7 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const 
   if (!h) return {LookupState::corrupt, {}, why};
   // Another key whose MD5 collides is simply not ours: a miss, no warning;
   // so is a version 2 entry whose dependency stamps cannot be compared.
-  if (h->key != key || !h->has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  if (h->key != key || !h->filed_at(address)) return {LookupState::missing, {}, {}};
 
   UniqueFd fd = anonymous_file(h->file_size());
   if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
@@ -248,7 +248,7 @@ RedisStore::read_header(const std::string& ekey) const {
   if (!bytes) return Found(); // gone meanwhile
   std::string why;
   auto h = decode_header(*bytes, why);
-  if (!h || entry_key(h->key, h->inputs) != ekey) return Found();
+  if (!h || entry_key(h->key, h->address()) != ekey) return Found();
   const std::uint64_t size = h->file_size();
   return Found(std::pair(std::move(*h), size));
 }
@@ -268,7 +268,7 @@ Lookup RedisStore::newest(std::string_view key) const {
             [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [created, h] : found) {
     // Served to whoever asks, whatever its inputs: read it as its own.
-    Lookup l = read_entry(key, h.inputs, entry_key(key, h.inputs));
+    Lookup l = read_entry(key, h.address(), entry_key(key, h.address()));
     if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
   }
   return {LookupState::missing, {}, {}};
@@ -303,7 +303,7 @@ public:
   RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
              const BuildContents& what)
       : StreamedBuild(store, key, inputs, created_ns, what, chunk), store_(store),
-        entry_key_(store.entry_key(key, inputs)) {
+        entry_key_(store.entry_key(key, entry_address(inputs, what.outputs))) {
     const std::string plain = store.entry_key(key);
     temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();
   }
@@ -314,7 +314,7 @@ public:
   }
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().inputs);
+    Lookup l = store_.lookup(header().key, header().address());
     if (l.state == LookupState::found) return std::move(l.entry);
     fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
     return std::nullopt;

@@ -286,8 +286,8 @@ std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) c
   return dir_ + "/" + md5_hex(key) + (inputs ? "." + inputs->hex() : std::string()) + ".entry";
 }
 
-Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
-  const std::string path = entry_path(key, inputs);
+Lookup CacheStore::lookup(std::string_view key, const Inputs& address) const {
+  const std::string path = entry_path(key, address);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
@@ -302,9 +302,9 @@ Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
-  // Other inputs (a file renamed by hand), or a version 2 entry whose
-  // dependency stamps cannot be compared with a digest: not this entry.
-  if (!header->has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  // Other inputs or outputs (a file renamed by hand), or a version 2 entry
+  // whose dependency stamps cannot be compared with a digest: not this entry.
+  if (!header->filed_at(address)) return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
 }
 
@@ -436,7 +436,7 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   const KeepStderr keep_stderr = what.keep_stderr;
   EntryWriter w;
   const std::string digest = md5_hex(key);
-  w.final_path_ = store.entry_path(key, inputs);
+  w.final_path_ = store.entry_path(key, entry_address(inputs, what.outputs));
   // The lock marks the build as running for --gc (released when the descriptor closes).
   if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
   w.header_.created_ns = created_ns;

@@ -106,12 +106,13 @@ class EntryStore {
 public:
   virtual ~EntryStore() = default;
   virtual bool remote() const = 0;
-  // Where the entry of `key` for `inputs` lives, for messages.
-  virtual std::string where(std::string_view key, const Inputs& inputs) const = 0;
+  // Where the entry of `key` at `address` (entry_address: the inputs and
+  // the --output list) lives, for messages.
+  virtual std::string where(std::string_view key, const Inputs& address) const = 0;
   // Makes the store ready for builds (creates the cache directory).
   virtual std::optional<SysError> prepare() const = 0;
-  // Finds and fully verifies the entry of `key` for `inputs`.
-  virtual Lookup lookup(std::string_view key, const Inputs& inputs) const = 0;
+  // Finds and fully verifies the entry of `key` at `address`.
+  virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
   // The newest sound entry of `key` for any inputs (--stale-if-error).
   virtual Lookup newest(std::string_view key) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
@@ -119,7 +120,8 @@ public:
   // Every entry whose header and size are sound, in no particular order
   // (payloads are not read, so not verified).
   virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
-  // `inputs`: the digest of the dependencies as they are now (before the build).
+  // `inputs`: the digest of the dependencies as they are now (before the
+  // build); the entry is filed at entry_address(inputs, what.outputs).
   virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                           const Inputs& inputs,
                                                                           std::int64_t created_ns,
@@ -156,11 +158,11 @@ public:
   // Creates the directory with its parents, the last component 0700.
   std::optional<SysError> prepare() const override;
 
-  // DIR/<md5 of key>.entry without inputs, DIR/<md5 of key>.<inputs hex>.entry with.
-  std::string entry_path(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  // DIR/<md5 of key>.entry without an address, DIR/<md5 of key>.<address hex>.entry with.
+  std::string entry_path(std::string_view key, const Inputs& address = std::nullopt) const;
 
-  // Opens and fully verifies the entry of `key` for `inputs`.
-  Lookup lookup(std::string_view key, const Inputs& inputs = std::nullopt) const override;
+  // Opens and fully verifies the entry of `key` at `address`.
+  Lookup lookup(std::string_view key, const Inputs& address = std::nullopt) const override;
   Lookup newest(std::string_view key) const override;
 
   // Removes every entry of `key`; absent is fine.
