@@ -1,6 +1,7 @@
 #include "cache/http_store.hpp"
 
 #include "cache/streamed_build.hpp"
+#include "messages.hpp"
 #include "redis/url.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
@@ -303,6 +304,7 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   const HttpReply r = client().propfind(url_.base, body, most_listing);
   if (!r.error.empty()) return SysError{server(), r.error};
   if (r.status == 404) return std::vector<std::string>(); // nothing stored yet
+  if (r.status == 401) return SysError{server(), credentials_refused(r, "PROPFIND")};
   // Answered, but not with a listing: a server that cannot list.
   if (r.status != 207) return SysError{server(), r.text(), true};
   std::vector<std::string> names = propfind_names(body);
@@ -332,7 +334,15 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
 std::optional<SysError> HttpStore::remove(const std::string& name) const {
   const HttpReply r = client().del(object_url(name));
   if (r.ok() || (r.error.empty() && r.status == 404)) return std::nullopt;
+  if (r.status == 401) return SysError{server(), credentials_refused(r, "DELETE")};
   return SysError{server(), r.text()};
+}
+
+// Not a server that cannot list or remove: one that wants other credentials.
+std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view request) const {
+  const bool given = !settings_.user.empty() || !settings_.password.empty() || !settings_.token.empty();
+  return message(given ? Msg::cache_http_credentials_refused : Msg::cache_http_credentials_needed,
+                 {{"request", std::string(request)}, {"error", r.text()}});
 }
 
 Lookup HttpStore::newest(std::string_view key) const {

@@ -94,6 +94,8 @@ private:
   // The header of each entry object whose name starts with `prefix`.
   std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;
   std::optional<SysError> remove(const std::string& name) const;
+  // The reason of a 401 answer to `request`, naming its status.
+  std::string credentials_refused(const HttpReply& r, std::string_view request) const;
 
   StoreUrl url_;
   HttpSettings settings_;
