@@ -345,12 +345,13 @@ std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view 
                  {{"request", std::string(request)}, {"error", r.text()}});
 }
 
-Lookup HttpStore::newest(std::string_view key) const {
+Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   auto& all = std::get<std::vector<Head>>(found);
-  std::erase_if(all, [&](const Head& h) { return !h.header || h.header->key != key; });
+  std::erase_if(all,
+                [&](const Head& h) { return !h.header || h.header->key != key || h.header->outputs != outputs; });
   // (every header is there after the erase; the test keeps GCC's flow analysis quiet)
   const auto created = [](const Head& h) { return h.header ? h.header->created_ns : 0; };
   std::sort(all.begin(), all.end(), [&](const Head& a, const Head& b) { return created(a) > created(b); });

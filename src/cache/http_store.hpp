@@ -46,7 +46,7 @@ public:
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
-  Lookup newest(std::string_view key) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,

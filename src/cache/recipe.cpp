@@ -53,8 +53,9 @@ bool restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
   const auto why =
       restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
   if (!why) return true;
-  diag::warn(message(Msg::cache_output_refused,
-                     {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.address())}, {"error", *why}}));
+  diag::warn(message(Msg::cache_output_refused, {{"key", display_key(o.key)},
+                                                {"where", store.where(o.key, e.header.address())},
+                                                {"error", *why}}));
   return false;
 }
 
@@ -537,12 +538,10 @@ int cache_main(const Options& o) {
   }
   if (again.state == LookupState::found) found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for
-  // any inputs (GitHub's restore-keys), looked up only when it can serve.
-  if (o.cache.stale_if_error && found.state != LookupState::found) {
-    found = store.newest(o.key);
-    if (found.state == LookupState::found && found.entry.header.outputs != o.cache.outputs)
-      found = Lookup{LookupState::missing, {}, {}};
-  }
+  // any inputs (GitHub's restore-keys) with the caller's --output list,
+  // looked up only when it can serve.
+  if (o.cache.stale_if_error && found.state != LookupState::found)
+    found = store.newest(o.key, o.cache.outputs);
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
   return build(o, store, inputs, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }

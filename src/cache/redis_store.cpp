@@ -253,7 +253,7 @@ RedisStore::read_header(const std::string& ekey) const {
   return Found(std::pair(std::move(*h), size));
 }
 
-Lookup RedisStore::newest(std::string_view key) const {
+Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   auto keys = keys_of(key);
   if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};
   std::vector<std::pair<std::int64_t, EntryHeader>> found;
@@ -261,7 +261,7 @@ Lookup RedisStore::newest(std::string_view key) const {
     auto h = read_header(ekey);
     if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
     if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
-        got && got->first.key == key)
+        got && got->first.key == key && got->first.outputs == outputs)
       found.emplace_back(got->first.created_ns, std::move(got->first));
   }
   std::sort(found.begin(), found.end(),

@@ -324,12 +324,13 @@ std::vector<std::string> CacheStore::names_of(std::string_view key) const {
   return out;
 }
 
-Lookup CacheStore::newest(std::string_view key) const {
+Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   // Headers first (cheap), then the full verification of the newest sound one.
   std::vector<std::pair<std::int64_t, std::string>> found;
   for (const auto& name : names_of(key)) {
     const auto h = read_header_of(dir_ + "/" + name);
-    if (h && h->header && h->header->key == key) found.emplace_back(h->header->created_ns, name);
+    if (h && h->header && h->header->key == key && h->header->outputs == outputs)
+      found.emplace_back(h->header->created_ns, name);
   }
   std::sort(found.begin(), found.end(), std::greater<>());
   const std::string wanted(key);

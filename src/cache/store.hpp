@@ -113,8 +113,9 @@ public:
   virtual std::optional<SysError> prepare() const = 0;
   // Finds and fully verifies the entry of `key` at `address`.
   virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
-  // The newest sound entry of `key` for any inputs (--stale-if-error).
-  virtual Lookup newest(std::string_view key) const = 0;
+  // The newest sound entry of `key` for any inputs, holding these --output
+  // PATHs (--stale-if-error).
+  virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
   virtual std::optional<SysError> drop(std::string_view key) const = 0;
   // Every entry whose header and size are sound, in no particular order
@@ -163,7 +164,7 @@ public:
 
   // Opens and fully verifies the entry of `key` at `address`.
   Lookup lookup(std::string_view key, const Inputs& address = std::nullopt) const override;
-  Lookup newest(std::string_view key) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
 
   // Removes every entry of `key`; absent is fine.
   std::optional<SysError> drop(std::string_view key) const override;

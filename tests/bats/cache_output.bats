@@ -176,6 +176,22 @@ two_lists() {
     assert_equal "$(key_entries "$K")" "$(entry_path "$K")"
 }
 
+@test "--stale-if-error with --depends falls back on the newest entry of KEY with the caller's --output list" {
+    printf 'v1\n' >"$T/dep"
+    in_w --depends "$T/dep" --output a "$K" sh -c 'echo old-a >a; echo out-a' >/dev/null
+    sleep 0.05
+    in_w --depends "$T/dep" --output b "$K" sh -c 'echo old-b >b; echo out-b' >/dev/null
+    printf 'v2\n' >"$T/dep"
+    rm -f "$T/w/a" "$T/w/b"
+    # The newest entry of KEY is b's; a caller of a falls back on a's.
+    run --separate-stderr in_w --depends "$T/dep" --output a --stale-if-error "$K" sh -c 'exit 4'
+    assert_success
+    assert_output out-a
+    assert_equal "$(cat "$T/w/a")" old-a
+    [[ ! -e $T/w/b ]] || fail "b's outputs were restored"
+    [[ $stderr == *"'$K'"* ]] || fail "no warning: $stderr"
+}
+
 @test "a build that leaves PATH missing: one error naming it, nothing stored, status kept" {
     run --separate-stderr in_w --output dist "$K" "$COUNTED"
     assert_failure 69

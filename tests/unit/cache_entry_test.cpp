@@ -243,7 +243,7 @@ TEST_F(CacheStoreTest, Version2EntriesWithStampsAreMisses) {
   EXPECT_EQ(store_->lookup("old").state, LookupState::missing);
   EXPECT_EQ(store_->lookup("old", Digest128{1, 2}).state, LookupState::missing);
   // Still an entry of KEY for --stale-if-error and --drop.
-  EXPECT_EQ(store_->newest("old").state, LookupState::found);
+  EXPECT_EQ(store_->newest("old", {}).state, LookupState::found);
   h.deps.clear();
   write_entry_file(store_->entry_path("old"), h, "out");
   EXPECT_EQ(store_->lookup("old").state, LookupState::found);
@@ -545,14 +545,14 @@ TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerInputs) {
   EXPECT_EQ(store_->lookup("key", Digest128{3, 3}).state, LookupState::missing);
   EXPECT_EQ(store_->lookup("other", a).state, LookupState::missing);
   // --stale-if-error: the newest of KEY, whatever its inputs.
-  Lookup n = store_->newest("key");
+  Lookup n = store_->newest("key", {});
   ASSERT_EQ(n.state, LookupState::found);
   EXPECT_EQ(n.entry.header.inputs, b);
   EXPECT_EQ(store_->list().size(), 3u);
   // --drop: every input state.
   EXPECT_FALSE(store_->drop("key"));
   EXPECT_EQ(store_->list().size(), 0u);
-  EXPECT_EQ(store_->newest("key").state, LookupState::missing);
+  EXPECT_EQ(store_->newest("key", {}).state, LookupState::missing);
 }
 
 TEST(CacheEntry, TheOutputListIsPartOfTheAddress) {
@@ -591,6 +591,10 @@ TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerOutputList) {
   EXPECT_EQ(la.entry.header.inputs, std::nullopt); // the header keeps the inputs apart
   EXPECT_EQ(store_->lookup("key", entry_address(std::nullopt, {"b"})).entry.header.created_ns, 20);
   EXPECT_EQ(store_->lookup("key").entry.header.created_ns, 30);
+  // --stale-if-error: the newest of KEY with the caller's outputs.
+  EXPECT_EQ(store_->newest("key", {"a"}).entry.header.created_ns, 10);
+  EXPECT_EQ(store_->newest("key", {}).entry.header.created_ns, 30);
+  EXPECT_EQ(store_->newest("key", {"c"}).state, LookupState::missing);
   EXPECT_EQ(store_->list().size(), 3u);
   EXPECT_FALSE(store_->drop("key"));
   EXPECT_EQ(store_->list().size(), 0u);
