@@ -205,7 +205,7 @@ complete -c bufferlock -n $cache -l force -d 'rebuild now even when the entry is
 complete -c bufferlock -n $cache -l store -xa 'file\t"the cache directory" redis\t"the --redis server" http://\t"an HTTP server (URL)" https://\t"an HTTPS server (URL)"' -d 'where entries live'
 complete -c bufferlock -n $cache -l store-token-file -rF -d 'http store: send the bearer token in FILE'
 complete -c bufferlock -n $cache -l store-timeout -x -d 'http store: give up a stalled request (default 10)'
-complete -c bufferlock -n $cache -l max-entry -x -d 'redis and http stores: larger outputs are not stored (default 64M)'
+complete -c bufferlock -n $cache -l max-entry -x -d 'every store: larger outputs are not stored (redis default 64M)'
 complete -c bufferlock -n $cache -l list -d 'print age, size, inputs and key of every entry'
 
 # Messages

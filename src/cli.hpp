@@ -73,8 +73,8 @@ struct CacheSettings {
   StoreUrl store_url;                            // --store http(s)://...
   std::string store_token_file;                  // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
   Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
-  std::uint64_t max_entry = 64ull * 1024 * 1024; // --store redis: larger outputs are not stored
-  bool max_entry_given = false;                  // the http store has a limit only when given
+  std::uint64_t max_entry = 64ull * 1024 * 1024; // larger outputs are not stored (the default: Redis only)
+  bool max_entry_given = false;                  // the file and http stores have a limit only when given
   std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes
 
   bool operator==(const CacheSettings&) const = default;

@@ -138,6 +138,8 @@ namespace bufferlock {
   X(cache_http_drop_failed, "cannot remove the cache entry of '%{key}': HTTP store at %{server}: %{error}")  \
   X(cache_http_list_failed, "cannot list the cache entries: HTTP store at %{server}: %{error}")              \
   X(cache_http_cannot_list, "the HTTP store at %{server} cannot list its objects (PROPFIND: %{error}): --list, --drop and --gc need a server that answers WebDAV PROPFIND") \
+  X(cache_http_credentials_refused, "the server refused the credentials (%{request}: %{error})")              \
+  X(cache_http_credentials_needed, "the server wants credentials (%{request}: %{error}): user:password in the URL or --store-token-file") \
   X(cache_hit, "served '%{key}' from %{path}")                                                               \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
   X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")

@@ -113,6 +113,19 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
 
 } // namespace
 
+Inputs entry_address(const Inputs& inputs, const std::vector<std::string>& outputs) {
+  if (outputs.empty()) return inputs;
+  std::string all = "bufferlock outputs 1\n";
+  all += inputs ? inputs->hex() : "-";
+  for (const auto& p : outputs) {
+    all += '\n';
+    all += std::to_string(p.size()); // a length before each PATH: no two lists spell the same
+    all += ':';
+    all += p;
+  }
+  return checksum128(all);
+}
+
 std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs, bool sign_or_compress) {
   if (inputs || outputs || sign_or_compress) return entry_format_version_3;
   return keep_stderr ? entry_format_version_2 : entry_format_version;

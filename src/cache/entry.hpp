@@ -75,10 +75,11 @@
 //                 when a flag is set, so an entry whose data stayed raw is
 //                 read by versions that know no compression.
 //
-// An entry is addressed by KEY and its inputs: a version 1 or 2 entry has no
-// inputs digest, and a version 2 entry that lists dependencies (stamps of
-// size, mtime, device and inode, which a content digest cannot be compared
-// with) is served to nobody.
+// An entry is addressed by KEY and its inputs, with its --output list folded
+// in (entry_address; the stores name entries by that address): a version 1
+// or 2 entry has no inputs digest, and a version 2 entry that lists
+// dependencies (stamps of size, mtime, device and inode, which a content
+// digest cannot be compared with) is served to nobody.
 //
 // A file whose size, magic, version, key or checksums do not match is not an
 // entry: a torn, truncated, corrupt or foreign file is a miss.
@@ -128,6 +129,14 @@ struct DepStamp {
 // The inputs of an entry: the digest of its --depends, nullopt without.
 using Inputs = std::optional<Digest128>;
 
+// Where an entry is filed besides its KEY (the stores' names for it): the
+// inputs, with the --output PATHs (as given, in order) folded in when there
+// are any, so that callers of one KEY with other --output lists keep
+// entries of their own. Without outputs it is `inputs` itself: the address
+// entries had before outputs were part of it. The header keeps the inputs
+// and the outputs apart, so the address is computed, never stored.
+Inputs entry_address(const Inputs& inputs, const std::vector<std::string>& outputs);
+
 // The version that an entry with `inputs` and, or not, stderr and outputs
 // is written in.
 // A signed or compressed entry is version 3 too.
@@ -164,6 +173,10 @@ struct EntryHeader {
   bool has_inputs(const Inputs& wanted) const {
     return inputs == wanted && deps.empty();
   }
+  // Where it is filed (entry_address of its inputs and outputs).
+  Inputs address() const { return entry_address(inputs, outputs); }
+  // Whether it is the entry filed at `wanted` (an address).
+  bool filed_at(const Inputs& wanted) const { return address() == wanted && deps.empty(); }
 
   std::uint64_t header_size() const;
   // The size of stdout as served (payload_len is the stored size).

@@ -1,6 +1,7 @@
 #include "cache/http_store.hpp"
 
 #include "cache/streamed_build.hpp"
+#include "messages.hpp"
 #include "redis/url.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
@@ -40,11 +41,11 @@ class HttpBuild final : public StreamedBuild {
 public:
   HttpBuild(const HttpStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
             const BuildContents& what)
-      : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), part), store_(store),
-        name_(store.object_name(key, inputs)) {}
+      : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
+        name_(store.object_name(key, entry_address(inputs, what.outputs))) {}
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().inputs);
+    Lookup l = store_.lookup(header().key, header().address());
     if (l.state == LookupState::found) return std::move(l.entry);
     fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
     return std::nullopt;
@@ -186,8 +187,8 @@ std::vector<std::string> propfind_names(std::string_view xml) {
   return out;
 }
 
-HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::optional<std::uint64_t> max_entry)
-    : url_(std::move(url)), settings_(std::move(settings)), max_entry_(max_entry) {
+HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
+    : url_(std::move(url)), settings_(std::move(settings)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -213,13 +214,13 @@ Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
 }
 
 // The tail alone: one small range request.
-Lookup HttpStore::peek(std::string_view key, const Inputs& inputs) const {
+Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
   if (down_) return unreadable(*down_);
   Tail t;
-  Lookup l = read_tail(object_name(key, inputs), t);
+  Lookup l = read_tail(object_name(key, address), t);
   if (l.state == LookupState::unreadable) down_ = l.why;
   if (l.state == LookupState::unreadable) return l;
-  if (l.state != LookupState::found || t.header.key != key || !t.header.has_inputs(inputs))
+  if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
     return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
 }
@@ -315,6 +316,7 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   const HttpReply r = client().propfind(url_.base, body, most_listing);
   if (!r.error.empty()) return SysError{server(), r.error};
   if (r.status == 404) return std::vector<std::string>(); // nothing stored yet
+  if (r.status == 401) return SysError{server(), credentials_refused(r, "PROPFIND")};
   // Answered, but not with a listing: a server that cannot list.
   if (r.status != 207) return SysError{server(), r.text(), true};
   std::vector<std::string> names = propfind_names(body);
@@ -335,7 +337,7 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
     std::optional<EntryHeader> h;
     if (l.state == LookupState::found) h = std::move(t.header);
     // Filed under another name than its own: not an entry of this store.
-    if (h && object_name(h->key, h->inputs) != name) h.reset();
+    if (h && object_name(h->key, h->address()) != name) h.reset();
     out.push_back({std::move(name), std::move(h)});
   }
   return out;
@@ -344,15 +346,24 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
 std::optional<SysError> HttpStore::remove(const std::string& name) const {
   const HttpReply r = client().del(object_url(name));
   if (r.ok() || (r.error.empty() && r.status == 404)) return std::nullopt;
+  if (r.status == 401) return SysError{server(), credentials_refused(r, "DELETE")};
   return SysError{server(), r.text()};
 }
 
-Lookup HttpStore::newest(std::string_view key) const {
+// Not a server that cannot list or remove: one that wants other credentials.
+std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view request) const {
+  const bool given = !settings_.user.empty() || !settings_.password.empty() || !settings_.token.empty();
+  return message(given ? Msg::cache_http_credentials_refused : Msg::cache_http_credentials_needed,
+                 {{"request", std::string(request)}, {"error", r.text()}});
+}
+
+Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   auto& all = std::get<std::vector<Head>>(found);
-  std::erase_if(all, [&](const Head& h) { return !h.header || h.header->key != key; });
+  std::erase_if(all,
+                [&](const Head& h) { return !h.header || h.header->key != key || h.header->outputs != outputs; });
   // (every header is there after the erase; the test keeps GCC's flow analysis quiet)
   const auto created = [](const Head& h) { return h.header ? h.header->created_ns : 0; };
   std::sort(all.begin(), all.end(), [&](const Head& a, const Head& b) { return created(a) > created(b); });

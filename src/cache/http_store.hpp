@@ -1,7 +1,8 @@
 // Entries on an HTTP server (--store http://..., SPEC §18): one object per
 // entry address under the URL's path, named as the file store names its files:
-//   PATH/<md5 of KEY>.entry              without inputs
-//   PATH/<md5 of KEY>.<inputs hex>.entry with --depends
+//   PATH/<md5 of KEY>.entry               without inputs or outputs
+//   PATH/<md5 of KEY>.<address hex>.entry with --depends or --output
+//                                         (entry_address, cache/entry.hpp)
 // An object holds an entry's bytes (cache/entry.hpp) with the header moved
 // behind the body, so that a build can send its body while it is made,
 // before the lengths in its header are known:
@@ -39,14 +40,14 @@ std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string
 
 class HttpStore final : public EntryStore {
 public:
-  HttpStore(StoreUrl url, HttpSettings settings, std::optional<std::uint64_t> max_entry);
+  HttpStore(StoreUrl url, HttpSettings settings);
 
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Lookup newest(std::string_view key) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
@@ -67,7 +68,6 @@ public:
   const std::string& server() const { return url_.display; }
   std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const;
   HttpClient& client() const;
-  std::optional<std::uint64_t> max_entry() const { return max_entry_; }
   std::string object_url(const std::string& name) const { return url_.base + name; }
 
 private:
@@ -95,10 +95,11 @@ private:
   // The header of each entry object whose name starts with `prefix`.
   std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;
   std::optional<SysError> remove(const std::string& name) const;
+  // The reason of a 401 answer to `request`, naming its status.
+  std::string credentials_refused(const HttpReply& r, std::string_view request) const;
 
   StoreUrl url_;
   HttpSettings settings_;
-  std::optional<std::uint64_t> max_entry_;
   mutable std::unique_ptr<HttpClient> client_;
   // Why a read failed for the server (no answer, a stall, a 5xx): then the
   // store is down for the rest of the run, as Gradle's remote cache is, so

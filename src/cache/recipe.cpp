@@ -41,7 +41,7 @@ int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool 
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   diag::debug_lazy([&] {
     return message(Msg::cache_hit,
-                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.inputs)}});
+                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.address())}});
   });
   return exit_code::ok;
 }
@@ -62,8 +62,9 @@ Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e
       restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
   if (const int sig = hold.end()) return {false, sig};
   if (!why) return {};
-  diag::warn(message(Msg::cache_output_refused,
-                     {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.inputs)}, {"error", *why}}));
+  diag::warn(message(Msg::cache_output_refused, {{"key", display_key(o.key)},
+                                                {"where", store.where(o.key, e.header.address())},
+                                                {"error", *why}}));
   return {false, 0};
 }
 
@@ -72,6 +73,9 @@ int stopped(Lock* lock, int sig) {
   if (lock) lock->release();
   return exit_code::signal_base + sig;
 }
+
+// Where the caller's entry is filed: its inputs and its --output list.
+Inputs address(const Options& o, const Inputs& inputs) { return entry_address(inputs, o.cache.outputs); }
 
 // A found entry that holds other --output PATHs than the caller's (another
 // list, as given): a miss.
@@ -83,7 +87,7 @@ Lookup same_outputs(const Options& o, Lookup l) {
 
 // The entry of KEY and inputs, when it holds the caller's --output PATHs.
 Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
-  return same_outputs(o, store.lookup(o.key, inputs));
+  return same_outputs(o, store.lookup(o.key, address(o, inputs)));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the
@@ -119,11 +123,19 @@ bool inputs_changed(const Options& o, const Digest128& before) {
 }
 
 // The options the build lock is taken with: one lock per KEY and inputs, so
-// that callers with other inputs do not wait for this build.
+// that callers with other inputs do not wait for this build. Not per
+// --output list: callers of one KEY with other lists may build in one tree.
 Options lock_options(const Options& o, const Inputs& inputs) {
   Options l = o;
   if (inputs) l.key += "@inputs:" + inputs->hex();
   return l;
+}
+
+// --max-entry, the same in every store: the limit given, else 64M in Redis
+// (whose memory the entries take) and none in the other stores.
+std::optional<std::uint64_t> entry_limit(const Options& o) {
+  if (o.cache.max_entry_given || o.cache.store == CacheStoreKind::redis) return o.cache.max_entry;
+  return std::nullopt;
 }
 
 // The one warning of an output that was not stored.
@@ -151,7 +163,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
   if (!unusable) {
     // Compressed in Redis, where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
-                             o.cache.compress || store.remote()};
+                             o.cache.compress || store.remote(), entry_limit(o)};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
@@ -275,7 +287,7 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
 void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
-  const std::string where = store.where(o.key, inputs);
+  const std::string where = store.where(o.key, address(o, inputs));
   if (l.state == LookupState::corrupt && !store.remote())
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
   else if (l.state == LookupState::corrupt)
@@ -431,7 +443,7 @@ int cache_main(const Options& o) {
   if (o.cache.store == CacheStoreKind::redis) {
     std::optional<Nanos> expire_after = o.cache.max_age;
     if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
-    redis.emplace(o.redis, o.cache.max_entry, expire_after);
+    redis.emplace(o.redis, expire_after);
   } else if (o.cache.store == CacheStoreKind::http) {
     HttpSettings s;
     s.ca_file = o.redis.tls.ca;
@@ -448,8 +460,7 @@ int cache_main(const Options& o) {
       s.token = std::get<0>(std::move(read));
       while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r')) s.token.pop_back();
     }
-    http.emplace(o.cache.store_url, std::move(s),
-                 o.cache.max_entry_given ? std::optional(o.cache.max_entry) : std::nullopt);
+    http.emplace(o.cache.store_url, std::move(s));
     if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
   }
   const EntryStore& store = redis  ? static_cast<const EntryStore&>(*redis)
@@ -566,7 +577,7 @@ int cache_main(const Options& o) {
   // read, verified and restored after, so that all who waited restore it
   // side by side. Gone, corrupt or refused by then: the lock again, and on.
   if (!o.cache.force && !corrupt) {
-    const Lookup seen = same_outputs(o, store.peek(o.key, inputs));
+    const Lookup seen = same_outputs(o, store.peek(o.key, address(o, inputs)));
     if (seen.state == LookupState::found && refused != seen.entry.header.created_ns &&
         current(o, seen.entry.header, std::nullopt)) {
       lock->release();
@@ -596,12 +607,10 @@ int cache_main(const Options& o) {
   }
   if (again.state == LookupState::found) found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for
-  // any inputs (GitHub's restore-keys), looked up only when it can serve.
-  if (o.cache.stale_if_error && found.state != LookupState::found) {
-    found = store.newest(o.key);
-    if (found.state == LookupState::found && found.entry.header.outputs != o.cache.outputs)
-      found = Lookup{LookupState::missing, {}, {}};
-  }
+  // any inputs (GitHub's restore-keys) with the caller's --output list,
+  // looked up only when it can serve.
+  if (o.cache.stale_if_error && found.state != LookupState::found)
+    found = store.newest(o.key, o.cache.outputs);
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
   return build(o, store, inputs, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }

@@ -36,9 +36,8 @@ std::int64_t realtime_ns() {
 
 } // namespace
 
-RedisStore::RedisStore(const RedisSettings& settings, std::uint64_t max_entry,
-                       std::optional<Nanos> expire_after)
-    : settings_(settings), max_entry_(max_entry), expire_after_(expire_after) {}
+RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
+    : settings_(settings), expire_after_(expire_after) {}
 
 std::string RedisStore::entry_key(std::string_view key, const Inputs& inputs) const {
   std::string k = "{";
@@ -126,11 +125,11 @@ bool wrong_type(const RedisError& e) {
 
 } // namespace
 
-Lookup RedisStore::lookup(std::string_view key, const Inputs& inputs) const {
-  const std::string ekey = entry_key(key, inputs);
+Lookup RedisStore::lookup(std::string_view key, const Inputs& address) const {
+  const std::string ekey = entry_key(key, address);
   Lookup last{LookupState::missing, {}, {}};
   for (int attempt = 0; attempt < read_attempts; ++attempt) {
-    last = read_entry(key, inputs, ekey);
+    last = read_entry(key, address, ekey);
     if (last.state != LookupState::corrupt || last.why != "replaced while it was read") return last;
   }
   return last;
@@ -141,7 +140,7 @@ Lookup RedisStore::lookup(std::string_view key, const Inputs& inputs) const {
 // between two commands is detected by reading its header again when the
 // checksums do not match: another header (another build's creation time) is
 // a replacement, read again from the start; the same header is a corrupt entry.
-Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const std::string& ekey) const {
+Lookup RedisStore::read_entry(std::string_view key, const Inputs& address, const std::string& ekey) const {
   // Header, trailer and the first parts in one command: an entry of up to
   // about first_parts MiB is read at one instant, so a concurrent rebuild
   // can never make it read again; a larger one is checked as below.
@@ -160,7 +159,7 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& inputs, const 
   if (!h) return {LookupState::corrupt, {}, why};
   // Another key whose MD5 collides is simply not ours: a miss, no warning;
   // so is a version 2 entry whose dependency stamps cannot be compared.
-  if (h->key != key || !h->has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  if (h->key != key || !h->filed_at(address)) return {LookupState::missing, {}, {}};
 
   UniqueFd fd = anonymous_file(h->file_size());
   if (!fd) return {LookupState::unreadable, {}, "cannot make a temporary file: " + errno_text(errno)};
@@ -249,21 +248,21 @@ RedisStore::read_header(const std::string& ekey) const {
   if (!bytes) return Found(); // gone meanwhile
   std::string why;
   auto h = decode_header(*bytes, why);
-  if (!h || entry_key(h->key, h->inputs) != ekey) return Found();
+  if (!h || entry_key(h->key, h->address()) != ekey) return Found();
   const std::uint64_t size = h->file_size();
   return Found(std::pair(std::move(*h), size));
 }
 
 // The header field alone: one HMGET.
-Lookup RedisStore::peek(std::string_view key, const Inputs& inputs) const {
-  auto h = read_header(entry_key(key, inputs));
+Lookup RedisStore::peek(std::string_view key, const Inputs& address) const {
+  auto h = read_header(entry_key(key, address));
   if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
   auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
-  if (!got || got->first.key != key || !got->first.has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  if (!got || got->first.key != key || !got->first.filed_at(address)) return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{{}, std::move(got->first), {}}, {}};
 }
 
-Lookup RedisStore::newest(std::string_view key) const {
+Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   auto keys = keys_of(key);
   if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};
   std::vector<std::pair<std::int64_t, EntryHeader>> found;
@@ -271,14 +270,14 @@ Lookup RedisStore::newest(std::string_view key) const {
     auto h = read_header(ekey);
     if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
     if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
-        got && got->first.key == key)
+        got && got->first.key == key && got->first.outputs == outputs)
       found.emplace_back(got->first.created_ns, std::move(got->first));
   }
   std::sort(found.begin(), found.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [created, h] : found) {
     // Served to whoever asks, whatever its inputs: read it as its own.
-    Lookup l = read_entry(key, h.inputs, entry_key(key, h.inputs));
+    Lookup l = read_entry(key, h.address(), entry_key(key, h.address()));
     if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
   }
   return {LookupState::missing, {}, {}};
@@ -312,8 +311,8 @@ class RedisBuild final : public StreamedBuild {
 public:
   RedisBuild(const RedisStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
              const BuildContents& what)
-      : StreamedBuild(store, key, inputs, created_ns, what, store.max_entry(), chunk), store_(store),
-        entry_key_(store.entry_key(key, inputs)) {
+      : StreamedBuild(store, key, inputs, created_ns, what, chunk), store_(store),
+        entry_key_(store.entry_key(key, entry_address(inputs, what.outputs))) {
     const std::string plain = store.entry_key(key);
     temp_key_ = plain.substr(0, plain.size() - 6) + ":tmp:" + random_token();
   }
@@ -324,7 +323,7 @@ public:
   }
 
   std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().inputs);
+    Lookup l = store_.lookup(header().key, header().address());
     if (l.state == LookupState::found) return std::move(l.entry);
     fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
     return std::nullopt;

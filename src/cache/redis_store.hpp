@@ -3,7 +3,8 @@
 //
 // Keys, all of one KEY in one hash slot ({...} is a hash tag):
 //   {PREFIX<md5>}:entry          the entry without inputs (PREFIX: --namespace, md5 of KEY)
-//   {PREFIX<md5>}:entry:<hex>    the entry for the inputs whose digest is <hex> (--depends)
+//   {PREFIX<md5>}:entry:<hex>    the entry at the address <hex>: the digest of its inputs
+//                                (--depends) and --output list (entry_address, cache/entry.hpp)
 //   {PREFIX<md5>}:tmp:<token>    a build on its way, with a time to live
 // Entries and builds are hashes: field "h" the header, "0", "1", ... the body
 // (stdout, then any stored stderr) in parts of about 1 MiB, "t" the trailer;
@@ -27,14 +28,14 @@ namespace bufferlock {
 class RedisStore final : public EntryStore {
 public:
   // `expire_after`: max-age + stale (entries without --max-age never expire).
-  RedisStore(const RedisSettings& settings, std::uint64_t max_entry, std::optional<Nanos> expire_after);
+  RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after);
 
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Lookup newest(std::string_view key) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
@@ -45,7 +46,7 @@ public:
 
   // The server's address, password redacted.
   std::string server() const { return settings_.url.display(); }
-  // {PREFIX<md5>}:entry, or {PREFIX<md5>}:entry:<inputs hex>
+  // {PREFIX<md5>}:entry, or {PREFIX<md5>}:entry:<address hex>
   std::string entry_key(std::string_view key, const Inputs& inputs = std::nullopt) const;
   // The SCAN pattern of every entry key under this prefix (any inputs).
   std::string entry_pattern() const;
@@ -61,11 +62,10 @@ public:
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv) const;
 
-  std::uint64_t max_entry() const { return max_entry_; }
   std::optional<Nanos> expire_after() const { return expire_after_; }
 
 private:
-  Lookup read_entry(std::string_view key, const Inputs& inputs, const std::string& ekey) const;
+  Lookup read_entry(std::string_view key, const Inputs& address, const std::string& ekey) const;
   // The entry keys of `key` for any inputs (SCAN on the node of its slot).
   std::variant<std::vector<std::string>, SysError> keys_of(std::string_view key) const;
   // The decoded header of `ekey` and the entry's size; nullopt when the
@@ -76,7 +76,6 @@ private:
   template <class Send> RedisResult<RedisReply> on_client(Send send) const;
 
   RedisSettings settings_;
-  std::uint64_t max_entry_;
   std::optional<Nanos> expire_after_;
   mutable std::optional<RedisClient> client_;
 };

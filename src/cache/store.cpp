@@ -283,8 +283,8 @@ std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) c
   return dir_ + "/" + md5_hex(key) + (inputs ? "." + inputs->hex() : std::string()) + ".entry";
 }
 
-Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
-  const std::string path = entry_path(key, inputs);
+Lookup CacheStore::lookup(std::string_view key, const Inputs& address) const {
+  const std::string path = entry_path(key, address);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
@@ -299,15 +299,15 @@ Lookup CacheStore::lookup(std::string_view key, const Inputs& inputs) const {
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
-  // Other inputs (a file renamed by hand), or a version 2 entry whose
-  // dependency stamps cannot be compared with a digest: not this entry.
-  if (!header->has_inputs(inputs)) return {LookupState::missing, {}, {}};
+  // Other inputs or outputs (a file renamed by hand), or a version 2 entry
+  // whose dependency stamps cannot be compared with a digest: not this entry.
+  if (!header->filed_at(address)) return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
 }
 
-Lookup CacheStore::peek(std::string_view key, const Inputs& inputs) const {
-  auto h = read_header_of(entry_path(key, inputs));
-  if (!h || !h->header || h->header->key != key || !h->header->has_inputs(inputs))
+Lookup CacheStore::peek(std::string_view key, const Inputs& address) const {
+  auto h = read_header_of(entry_path(key, address));
+  if (!h || !h->header || h->header->key != key || !h->header->filed_at(address))
     return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{{}, std::move(*h->header), {}}, {}};
 }
@@ -328,12 +328,13 @@ std::vector<std::string> CacheStore::names_of(std::string_view key) const {
   return out;
 }
 
-Lookup CacheStore::newest(std::string_view key) const {
+Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   // Headers first (cheap), then the full verification of the newest sound one.
   std::vector<std::pair<std::int64_t, std::string>> found;
   for (const auto& name : names_of(key)) {
     const auto h = read_header_of(dir_ + "/" + name);
-    if (h && h->header && h->header->key == key) found.emplace_back(h->header->created_ns, name);
+    if (h && h->header && h->header->key == key && h->header->outputs == outputs)
+      found.emplace_back(h->header->created_ns, name);
   }
   std::sort(found.begin(), found.end(), std::greater<>());
   const std::string wanted(key);
@@ -440,13 +441,15 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
   const KeepStderr keep_stderr = what.keep_stderr;
   EntryWriter w;
   const std::string digest = md5_hex(key);
-  w.final_path_ = store.entry_path(key, inputs);
+  w.final_path_ = store.entry_path(key, entry_address(inputs, what.outputs));
   // The lock marks the build as running for --gc (released when the descriptor closes).
   if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
   w.header_.created_ns = created_ns;
   w.header_.key = std::string(key);
   w.header_.inputs = inputs;
   w.header_.outputs = what.outputs;
+  w.max_entry_ = what.max_entry;
+  w.keep_stderr_ = keep_stderr == KeepStderr::yes;
   w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
                                        store.signer() != nullptr || what.compress);
   if (const EntrySigner* signer = store.signer()) {
@@ -494,7 +497,9 @@ bool EntryWriter::append(const char* data, std::size_t len) {
 }
 
 bool EntryWriter::store_stdout(const char* data, std::size_t len) {
-  if (error_ || !write_body(data, len)) return false;
+  if (error_) return false;
+  if (!count(len)) return true; // only counted
+  if (!write_body(data, len)) return false;
   header_.payload_len += len;
   return true;
 }
@@ -511,13 +516,14 @@ bool EntryWriter::write_body(const char* data, std::size_t len) {
 
 bool EntryWriter::append_stderr(const char* data, std::size_t len) {
   if (error_) return false;
-  if (!stderr_fd_) return true; // not kept
+  if (!keep_stderr_) return true;
   if (header_.compression) return compressors().second->write(data, len);
   return store_stderr(data, len);
 }
 
 bool EntryWriter::store_stderr(const char* data, std::size_t len) {
   if (error_) return false;
+  if (!count(len)) return true;
   if (!write_all(stderr_fd_.get(), data, len)) {
     fail(errno);
     return false;
@@ -530,7 +536,7 @@ std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
   // Made at first use, when the writer has reached its place: they call it back.
   if (!stdout_z_) {
     stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
-    if (stderr_fd_)
+    if (keep_stderr_)
       stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
   }
   return {stdout_z_.get(), stderr_z_.get()};
@@ -554,7 +560,7 @@ bool EntryWriter::end_streams() {
   if (streams_ended_) return true;
   streams_ended_ = true;
   if (!finish_compression()) return false;
-  if (stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) {
+  if (!too_large_ && stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) {
     fail(errno);
     return false;
   }
@@ -563,9 +569,25 @@ bool EntryWriter::end_streams() {
 }
 
 bool EntryWriter::append_outputs(const char* data, std::size_t len) {
-  if (!end_streams() || !write_body(data, len)) return false;
+  if (!end_streams()) return false;
+  if (!count(len)) return true; // only counted
+  if (!write_body(data, len)) return false;
   header_.outputs_len += len;
   return true;
+}
+
+// Past --max-entry the temporary file goes at once (a large output must
+// not fill the disk only to be thrown away), and the bytes are only counted
+// on, so that the warning can name the stored size.
+bool EntryWriter::count(std::uint64_t len) {
+  stored_ += len;
+  if (too_large_) return false;
+  if (!max_entry_ || stored_ <= *max_entry_) return true;
+  too_large_ = true;
+  ::unlink(temp_path_.c_str());
+  fd_.reset();
+  stderr_fd_.reset();
+  return false;
 }
 
 // Appends `len` bytes of `src` (the held stderr) to the entry, hashing them
@@ -589,6 +611,7 @@ bool EntryWriter::copy_behind(int src, std::uint64_t len) {
 
 std::optional<SysError> EntryWriter::publish() {
   if (!end_streams()) return error_;
+  if (too_large_) return std::nullopt;
   if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
@@ -630,6 +653,8 @@ public:
   std::optional<SysError> publish() override { return w_.publish(); }
   const std::optional<SysError>& error() const override { return w_.error(); }
   std::optional<CachedEntry> entry() override { return w_.entry(); }
+  bool too_large() const override { return w_.too_large(); }
+  std::uint64_t stored_size() const override { return w_.stored_size(); }
 
 private:
   EntryWriter w_;

@@ -53,6 +53,10 @@ struct BuildContents {
   KeepStderr keep_stderr = KeepStderr::no;
   std::vector<std::string> outputs;
   bool compress = false; // stdout and stderr in zstd blocks (cache/compress.hpp)
+  // --max-entry, one rule for every store: the most stored bytes (stdout,
+  // stderr and the outputs archive, as stored) an entry may have. Past it
+  // the build stores nothing and only counts on (EntryBuild::too_large).
+  std::optional<std::uint64_t> max_entry = std::nullopt;
 };
 
 struct GcCounts {
@@ -103,25 +107,28 @@ class EntryStore {
 public:
   virtual ~EntryStore() = default;
   virtual bool remote() const = 0;
-  // Where the entry of `key` for `inputs` lives, for messages.
-  virtual std::string where(std::string_view key, const Inputs& inputs) const = 0;
+  // Where the entry of `key` at `address` (entry_address: the inputs and
+  // the --output list) lives, for messages.
+  virtual std::string where(std::string_view key, const Inputs& address) const = 0;
   // Makes the store ready for builds (creates the cache directory).
   virtual std::optional<SysError> prepare() const = 0;
-  // Finds and fully verifies the entry of `key` for `inputs`.
-  virtual Lookup lookup(std::string_view key, const Inputs& inputs) const = 0;
-  // Whether the entry of `key` for `inputs` seems to be there: found with its
+  // Finds and fully verifies the entry of `key` at `address`.
+  virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
+  // Whether the entry of `key` at `address` seems to be there: found with its
   // header alone (no descriptor), its body neither read nor verified; else
   // missing (or unreadable). Cheap: what a caller asks while it holds the
   // build lock, before it reads the entry with lookup() after the release.
-  virtual Lookup peek(std::string_view key, const Inputs& inputs) const = 0;
-  // The newest sound entry of `key` for any inputs (--stale-if-error).
-  virtual Lookup newest(std::string_view key) const = 0;
+  virtual Lookup peek(std::string_view key, const Inputs& address) const = 0;
+  // The newest sound entry of `key` for any inputs, holding these --output
+  // PATHs (--stale-if-error).
+  virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
   virtual std::optional<SysError> drop(std::string_view key) const = 0;
   // Every entry whose header and size are sound, in no particular order
   // (payloads are not read, so not verified).
   virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
-  // `inputs`: the digest of the dependencies as they are now (before the build).
+  // `inputs`: the digest of the dependencies as they are now (before the
+  // build); the entry is filed at entry_address(inputs, what.outputs).
   virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
                                                                           const Inputs& inputs,
                                                                           std::int64_t created_ns,
@@ -158,13 +165,13 @@ public:
   // Creates the directory with its parents, the last component 0700.
   std::optional<SysError> prepare() const override;
 
-  // DIR/<md5 of key>.entry without inputs, DIR/<md5 of key>.<inputs hex>.entry with.
-  std::string entry_path(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  // DIR/<md5 of key>.entry without an address, DIR/<md5 of key>.<address hex>.entry with.
+  std::string entry_path(std::string_view key, const Inputs& address = std::nullopt) const;
 
-  // Opens and fully verifies the entry of `key` for `inputs`.
-  Lookup lookup(std::string_view key, const Inputs& inputs = std::nullopt) const override;
-  Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Lookup newest(std::string_view key) const override;
+  // Opens and fully verifies the entry of `key` at `address`.
+  Lookup lookup(std::string_view key, const Inputs& address = std::nullopt) const override;
+  Lookup peek(std::string_view key, const Inputs& address) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
 
   // Removes every entry of `key`; absent is fine.
   std::optional<SysError> drop(std::string_view key) const override;
@@ -236,16 +243,23 @@ public:
   // completes stdout and stderr). Fails like append().
   bool append_outputs(const char* data, std::size_t len);
 
-  // Completes the file and renames it into place. Afterwards entry() serves it.
+  // Completes the file and renames it into place. Afterwards entry() serves
+  // it. Past --max-entry it publishes nothing (and is no error).
   std::optional<SysError> publish();
 
   const std::optional<SysError>& error() const { return error_; }
+  // The output outgrew --max-entry: the temporary file is gone.
+  bool too_large() const { return too_large_; }
+  // The stored bytes so far, counted past --max-entry too.
+  std::uint64_t stored_size() const { return stored_; }
   // The published entry, readable through the writer's descriptor.
   CachedEntry entry();
 
 private:
   EntryWriter() = default;
   void fail(int err);
+  // Counts stored bytes; false once past --max-entry (then only counting).
+  bool count(std::uint64_t len);
   bool copy_behind(int src, std::uint64_t len);
   // Completes stdout (compression) and puts the held stderr behind it; once.
   bool end_streams();
@@ -270,6 +284,10 @@ private:
   std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
   std::optional<SysError> error_;
   bool streams_ended_ = false;
+  std::optional<std::uint64_t> max_entry_;
+  bool keep_stderr_ = false;
+  std::uint64_t stored_ = 0;
+  bool too_large_ = false;
   bool published_ = false;
 };
 

@@ -14,9 +14,8 @@ constexpr const char* interrupted = "interrupted by a signal"; // not shown: the
 } // namespace
 
 StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
-                             std::int64_t created_ns, const BuildContents& what,
-                             std::optional<std::uint64_t> max_entry, std::size_t part_size)
-    : part_size_(part_size), max_entry_(max_entry) {
+                             std::int64_t created_ns, const BuildContents& what, std::size_t part_size)
+    : part_size_(part_size), max_entry_(what.max_entry) {
   header_.created_ns = created_ns;
   header_.key = std::string(key);
   header_.inputs = inputs;

@@ -15,11 +15,11 @@ namespace bufferlock {
 
 class StreamedBuild : public EntryBuild {
 public:
-  // `max_entry`: the most stored bytes (body) the entry may have; past it
-  // nothing more is sent, the sink abandons what it has, and the bytes are
-  // only counted, so that the warning can name the stored size.
+  // Past `what.max_entry` (the most stored bytes, the body) nothing more is
+  // sent, the sink abandons what it has, and the bytes are only counted, so
+  // that the warning can name the stored size.
   StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                const BuildContents& what, std::optional<std::uint64_t> max_entry, std::size_t part_size);
+                const BuildContents& what, std::size_t part_size);
 
   // Prepares the stderr file; an error when it cannot be made.
   std::optional<SysError> start();

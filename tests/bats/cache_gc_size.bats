@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # bufferlock cache --gc --max-size SIZE (SPEC §15): old input states do not
 # pile up for ever; the oldest entries go until the store is under SIZE.
+# --max-entry SIZE in the file store: an entry over it is not stored, as in
+# the other stores (cache_redis.bats, cache_http.bats).
 
 load helpers
 load cache_helpers
@@ -55,4 +57,55 @@ entries_size() {
     assert_usage_error "--max-size" "12X"
     run --separate-stderr blc --gc --max-size ''
     assert_usage_error "--max-size"
+}
+
+@test "file store: an output over --max-entry is served whole, not stored, one warning naming both sizes; -q silences it" {
+    head -c 4000 /dev/urandom | base64 -w0 | head -c 5000 >"$T/5k"
+    run --separate-stderr blc --max-entry 1K "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'"
+    assert_success
+    assert_one_bufferlock_line "output of '$K' not stored: its stored size, 5000 bytes, is over --max-entry (1024 bytes)"
+    cmp -s <(blc -q --max-entry 1K "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'" 2>"$T/err") "$T/5k" ||
+        fail "the output was not served whole"
+    [[ ! -s $T/err ]] || fail "-q did not silence the warning: $(cat "$T/err")"
+    assert_runs 2 # never stored, so built each time
+    [[ ! -e $(entry_path "$K") ]] || fail "an entry over --max-entry was stored"
+    assert_equal "$(temp_files)" ""
+    # Under the limit it is stored, and then a hit.
+    run --separate-stderr blc --max-entry 5000 "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'"
+    assert_success
+    assert_stderr_empty
+    [[ -e $(entry_path "$K") ]] || fail "an entry under --max-entry was not stored"
+    blc --max-entry 5000 "$K" sh -c "echo x >>'$RUNS'; cat '$T/5k'" >/dev/null
+    assert_runs 3
+}
+
+@test "file store: --max-entry counts the stored size: compressed data, stored stderr and --output files" {
+    # 6668 bytes of base64, about 5000 once compressed.
+    head -c 5000 /dev/urandom | base64 -w0 >"$T/b64"
+    run --separate-stderr blc --compress --max-entry 1K "$K" cat "$T/b64"
+    assert_success
+    local stored
+    stored=$(sed -nE 's/.*stored size, ([0-9]+) bytes.*/\1/p' <<<"$stderr")
+    ((stored > 4000 && stored < 6668)) || fail "stored size '$stored' in: $stderr"
+    run --separate-stderr blc --compress --max-entry 6000 "$K" cat "$T/b64"
+    assert_success
+    assert_stderr_empty
+    [[ -e $(entry_path "$K") ]] || fail "a compressed entry under --max-entry was not stored"
+    # stderr kept: stdout and stderr count together.
+    run --separate-stderr blc --keep-stderr --max-entry 4K e sh -c "head -c 3000 '$T/b64'; head -c 3000 '$T/b64' >&2"
+    assert_success
+    assert_equal "${#output}" 3000
+    assert_regex "$stderr" "output of 'e' not stored: its stored size, 6000 bytes, is over --max-entry \(4096 bytes\)"
+    [[ ! -e $(entry_path e) ]] || fail "stdout and stderr over --max-entry were stored"
+    # --output: the archive counts, however small stdout.
+    mkdir -p "$T/w"
+    cd "$T/w"
+    run --separate-stderr blc --output out --max-entry 1K o sh -c "head -c 5000 /dev/urandom >out; echo built"
+    assert_success
+    assert_output built
+    assert_one_bufferlock_line "output of 'o' not stored" "is over --max-entry (1024 bytes)"
+    run --separate-stderr blc --list
+    assert_success
+    [[ $output != *" o"* ]] || fail "an --output entry over --max-entry was stored: $output"
+    assert_equal "$(temp_files)" ""
 }

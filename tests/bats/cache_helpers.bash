@@ -148,6 +148,12 @@ entry_path() {
     printf '%s/%s.entry\n' "${2:-$C}" "$(key_md5 "$1")"
 }
 
+# key_entries KEY [CACHEDIR]: KEY's entry files there, whatever their address
+# (the inputs and the --output list name them), one a line.
+key_entries() {
+    find "${2:-$C}" -maxdepth 1 -name "$(key_md5 "$1")*.entry" -print 2>/dev/null | LC_ALL=C sort
+}
+
 # temp_files [CACHEDIR]: the temporary files in the cache dir, one a line.
 temp_files() {
     [[ -d ${1:-$C} ]] || return 0

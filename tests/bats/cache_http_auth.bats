@@ -101,6 +101,46 @@ teardown() {
     assert_file_exists "$(obj_path other auth)"
 }
 
+@test "--list, --drop and --gc refused credentials (401): one line naming the refusal and the status, the error status" {
+    local wrong="wrong-$RANDOM-pass" url shown good
+    url="http://$HTTP_USER:$wrong@127.0.0.1:$HTTP_PORT/auth/$HTTP_T/"
+    shown="http://$HTTP_USER:***@127.0.0.1:$HTTP_PORT/auth/$HTTP_T/"
+    good="http://$HTTP_USER:$HTTP_PASSWORD@127.0.0.1:$HTTP_PORT/auth/$HTTP_T/"
+    "$BL" cache --cache-dir "$C" --store "$good" "$K" "$COUNTED" 0 stored >/dev/null || fail "the build failed"
+    local refused="the server refused the credentials (PROPFIND: HTTP status 401)"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" --list
+    assert_failure 69
+    assert_output ""
+    assert_equal "$stderr" "bufferlock: cannot list the cache entries: HTTP store at $shown: $refused"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" --drop "$K"
+    assert_failure 69
+    assert_equal "$stderr" "bufferlock: cannot remove the cache entry of '$K': HTTP store at $shown: $refused"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" --gc
+    assert_failure 69
+    assert_equal "$stderr" "bufferlock: cannot list the cache entries: HTTP store at $shown: $refused"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" --error-exit 7 --list
+    assert_failure 7
+    # No credentials at all: the server wants some.
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "http://127.0.0.1:$HTTP_PORT/auth/$HTTP_T/" --list
+    assert_failure 69
+    assert_equal "$stderr" "bufferlock: cannot list the cache entries: HTTP store at http://127.0.0.1:$HTTP_PORT/auth/$HTTP_T/: the server wants credentials (PROPFIND: HTTP status 401): user:password in the URL or --store-token-file"
+    # A wrong bearer token is refused credentials too.
+    printf 'not-the-token' >"$T/bad"
+    chmod 600 "$T/bad"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$(http_url bearer)" --store-token-file "$T/bad" --drop "$K"
+    assert_failure 69
+    assert_equal "$stderr" "bufferlock: cannot remove the cache entry of '$K': HTTP store at $(http_url bearer): $refused"
+    # The entry is still there, and the right password lists and drops it.
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$good" --list
+    assert_success
+    assert_line --regexp " $K\$"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$good" --drop "$K"
+    assert_success
+    assert_stderr_empty
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$good" --list
+    assert_output ""
+}
+
 @test "https: verified against --tls-ca; an unknown CA is a warning and a build" {
     local url
     url=$(https_url)

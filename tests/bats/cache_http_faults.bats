@@ -220,14 +220,14 @@ teardown() {
     (cd "$T/w" && mkdir dist && head -c 200000 /dev/urandom >dist/old.bin &&
         blh --output dist "$K" echo first >/dev/null) || fail "the first build failed"
     local f
-    f=$(obj_path "$K")
+    f=$(key_objects "$K")
     flip_byte "$f" $(($(stat -c %s "$f") / 2))
     rm -rf "$T/w/dist"
     run --separate-stderr bash -c "cd '$T/w' && mkdir dist && echo new >dist/new.txt && \"\$@\"" _ \
         "$BL" cache --cache-dir "$C" --store "$STORE" --output dist "$K" echo second
     assert_success
     assert_output second
-    assert_read_warning "$K" "$STORE"
+    READ_OBJECT=$(basename "$f") assert_read_warning "$K" "$STORE"
     assert_equal "$(cd "$T/w/dist" && find . | LC_ALL=C sort | tr '\n' ' ')" ". ./new.txt "
 }
 

@@ -157,11 +157,74 @@ in_w() {
     assert_runs 2
 }
 
+# two_lists STORE-ARGS...: callers of one KEY with --output a and with
+# --output b, in turn, each served its own entry after its first build.
+two_lists() {
+    local mk="$T/bin/mkab" i
+    printf '#!/bin/sh\necho $$ >>%s\necho A >a && echo B >b && echo built\n' "$RUNS" >"$mk"
+    chmod +x "$mk"
+    : >"$RUNS"
+    in_w "$@" --output a "$K" "$mk" >/dev/null || fail "the build of a failed"
+    in_w "$@" --output b "$K" "$mk" >/dev/null || fail "the build of b failed"
+    assert_runs 2
+    for i in 1 2 3; do
+        rm -f "$T/w/a" "$T/w/b"
+        run --separate-stderr in_w "$@" --output a "$K" "$mk"
+        assert_success
+        assert_output built
+        assert_stderr_empty
+        [[ -e $T/w/a && ! -e $T/w/b ]] || fail "--output a restored: $(ls "$T/w")"
+        rm -f "$T/w/a"
+        run --separate-stderr in_w "$@" --output b "$K" "$mk"
+        assert_success
+        assert_stderr_empty
+        [[ -e $T/w/b && ! -e $T/w/a ]] || fail "--output b restored: $(ls "$T/w")"
+    done
+    # Another caller with the same list, elsewhere: a hit too.
+    mkdir -p "$T/w2"
+    (cd "$T/w2" && "$BL" cache --cache-dir "$C" "$@" --output a "$K" "$mk") >/dev/null ||
+        fail "the caller in w2 failed"
+    assert_equal "$(cat "$T/w2/a")" A
+    assert_runs 2
+    # Both entries are listed; --drop KEY removes both.
+    run --separate-stderr blc "$@" --list
+    assert_success
+    assert_equal "$(grep -cE "^[0-9.]+ 6\+1 - $K\$" <<<"$output")" 2
+    run --separate-stderr blc "$@" --drop "$K"
+    assert_success
+    run --separate-stderr blc "$@" --list
+    assert_output ""
+}
+
+@test "one KEY, two --output lists: each caller hits after its first build, both entries kept; --drop removes both" {
+    two_lists
+    two_lists --store redis -r "$REDIS_URL"
+    # A call without --output keeps the address it always had: <md5>.entry.
+    in_w "$K" echo plain >/dev/null
+    assert_equal "$(key_entries "$K")" "$(entry_path "$K")"
+}
+
+@test "--stale-if-error with --depends falls back on the newest entry of KEY with the caller's --output list" {
+    printf 'v1\n' >"$T/dep"
+    in_w --depends "$T/dep" --output a "$K" sh -c 'echo old-a >a; echo out-a' >/dev/null
+    sleep 0.05
+    in_w --depends "$T/dep" --output b "$K" sh -c 'echo old-b >b; echo out-b' >/dev/null
+    printf 'v2\n' >"$T/dep"
+    rm -f "$T/w/a" "$T/w/b"
+    # The newest entry of KEY is b's; a caller of a falls back on a's.
+    run --separate-stderr in_w --depends "$T/dep" --output a --stale-if-error "$K" sh -c 'exit 4'
+    assert_success
+    assert_output out-a
+    assert_equal "$(cat "$T/w/a")" old-a
+    [[ ! -e $T/w/b ]] || fail "b's outputs were restored"
+    [[ $stderr == *"'$K'"* ]] || fail "no warning: $stderr"
+}
+
 @test "a build that leaves PATH missing: one error naming it, nothing stored, status kept" {
     run --separate-stderr in_w --output dist "$K" "$COUNTED"
     assert_failure 69
     assert_equal "$stderr" "bufferlock: --output dist of '$K' is missing after the build; nothing stored"
-    [[ ! -e $(entry_path "$K") ]] || fail "an entry was stored"
+    [[ -z $(key_entries "$K") ]] || fail "an entry was stored"
     run --separate-stderr in_w --output dist --error-exit 7 "$K" "$COUNTED"
     assert_failure 7
     # A failed command keeps its own status.
@@ -204,7 +267,7 @@ runner() {
     [[ -z $stderr ]] || fail "stderr: $stderr"
     assert_runs 1
     assert_same_tree "$TREE" "$T/B/repo/dist"
-    [[ ! -e $T/B/home/.cache/bufferlock/$(key_md5 "$K").entry ]] || fail "an entry file on runner B"
+    [[ -z $(key_entries "$K" "$T/B/home/.cache/bufferlock") ]] || fail "an entry file on runner B"
 }
 
 @test "two runners, one shared cache directory: the second restores with no build" {
@@ -538,8 +601,10 @@ forge_redis() {
     printf 'forged\n' >"$T/forged.out"
     rm -rf "$f"
     read -r h b < <("$FORGE" "$f" "$K" "$T/forged.out" "$T/evil.tar" dist)
-    ekey="{buffer:lock:$(key_md5 "$K")}:entry"
-    f="$f/$(key_md5 "$K").entry"
+    f=$(key_entries "$K" "$f")
+    # <md5>.<address>.entry: the Redis key of the same address.
+    ekey=$(basename "$f" .entry)
+    ekey="{buffer:lock:${ekey%%.*}}:entry:${ekey#*.}"
     rcli DEL "$ekey" >/dev/null
     head -c "$h" "$f" | rcli -x HSET "$ekey" h >/dev/null
     tail -c +$((h + 1)) "$f" | head -c "$b" | rcli -x HSET "$ekey" 0 >/dev/null

@@ -131,7 +131,7 @@ echo err-STDERR >&2
 EOF
     chmod +x "$T/bin/both"
     (cd "$T/w" && blc --sign-key "$T/key" --keep-stderr --output dist "$K" "$T/bin/both" one) >/dev/null 2>&1
-    change_payload "$(entry_path "$K")" err-STDERR err-CHANGE
+    change_payload "$(key_entries "$K")" err-STDERR err-CHANGE
     run --separate-stderr bash -c 'cd "$1" && shift && "$@"' _ "$T/w" "$BL" cache --cache-dir "$C" \
         --sign-key "$T/key" --keep-stderr --output dist "$K" "$T/bin/both" two
     assert_success

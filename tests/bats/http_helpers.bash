@@ -276,6 +276,13 @@ obj_path() {
     printf '%s/%s.entry\n' "$(obj_dir "${2:-cache}")" "$(key_md5 "$1")"
 }
 
+# key_objects KEY [LOCATION]: the files of KEY's objects, whatever their
+# address (the inputs and the --output list name them), one a line.
+key_objects() {
+    find "$(obj_dir "${2:-cache}")" -maxdepth 1 -type f -name "$(key_md5 "$1")*.entry" -print 2>/dev/null |
+        LC_ALL=C sort
+}
+
 # objects [LOCATION]: the names of the objects there (files, not the
 # directories), one a line, sorted.
 objects() {
@@ -360,11 +367,12 @@ seed_object() {
 
 # assert_read_warning KEY URL WHAT...: $stderr is one line: the warning of an
 # entry that could not be read, or was ignored, naming KEY, the store, the
-# object, and each WHAT.
+# object (READ_OBJECT when set: an entry with --output is named by its
+# address; else KEY's plain object), and each WHAT.
 assert_read_warning() {
     local key=$1 url=$2
     shift 2
-    assert_one_bufferlock_line "the cache entry of '$key' (HTTP store at $url, object $(obj "$key")): " \
+    assert_one_bufferlock_line "the cache entry of '$key' (HTTP store at $url, object ${READ_OBJECT:-$(obj "$key")}): " \
         "; rebuilding it" "$@"
     [[ $stderr == "bufferlock: cannot read the cache entry"* ||
         $stderr == "bufferlock: ignoring the cache entry"* ]] || fail "not a read warning: $stderr"

@@ -244,7 +244,7 @@ TEST_F(CacheStoreTest, Version2EntriesWithStampsAreMisses) {
   EXPECT_EQ(store_->lookup("old").state, LookupState::missing);
   EXPECT_EQ(store_->lookup("old", Digest128{1, 2}).state, LookupState::missing);
   // Still an entry of KEY for --stale-if-error and --drop.
-  EXPECT_EQ(store_->newest("old").state, LookupState::found);
+  EXPECT_EQ(store_->newest("old", {}).state, LookupState::found);
   h.deps.clear();
   write_entry_file(store_->entry_path("old"), h, "out");
   EXPECT_EQ(store_->lookup("old").state, LookupState::found);
@@ -587,14 +587,59 @@ TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerInputs) {
   EXPECT_EQ(store_->lookup("key", Digest128{3, 3}).state, LookupState::missing);
   EXPECT_EQ(store_->lookup("other", a).state, LookupState::missing);
   // --stale-if-error: the newest of KEY, whatever its inputs.
-  Lookup n = store_->newest("key");
+  Lookup n = store_->newest("key", {});
   ASSERT_EQ(n.state, LookupState::found);
   EXPECT_EQ(n.entry.header.inputs, b);
   EXPECT_EQ(store_->list().size(), 3u);
   // --drop: every input state.
   EXPECT_FALSE(store_->drop("key"));
   EXPECT_EQ(store_->list().size(), 0u);
-  EXPECT_EQ(store_->newest("key").state, LookupState::missing);
+  EXPECT_EQ(store_->newest("key", {}).state, LookupState::missing);
+}
+
+TEST(CacheEntry, TheOutputListIsPartOfTheAddress) {
+  const Digest128 in{1, 2};
+  // Without outputs the address is the inputs: entries keep their names.
+  EXPECT_EQ(entry_address(std::nullopt, {}), std::nullopt);
+  EXPECT_EQ(entry_address(in, {}), in);
+  const Inputs a = entry_address(std::nullopt, {"a"});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(entry_address(std::nullopt, {"a"}), a); // the same on every machine
+  EXPECT_NE(entry_address(std::nullopt, {"b"}), a);
+  EXPECT_NE(entry_address(in, {"a"}), a);
+  EXPECT_NE(entry_address(in, {"a"}), in);
+  EXPECT_NE(entry_address(std::nullopt, {"a", "b"}), entry_address(std::nullopt, {"b", "a"}));
+  EXPECT_NE(entry_address(std::nullopt, {"a", "b"}), entry_address(std::nullopt, {"a\n1:b"}));
+  // Pinned: a change here renames every entry that has outputs.
+  EXPECT_EQ(entry_address(std::nullopt, {"dist"})->hex(), "e95c2fb1ba70ada8c573a0855f93fa09");
+}
+
+TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerOutputList) {
+  const auto publish = [&](const std::vector<std::string>& outputs, std::int64_t created) {
+    BuildContents what;
+    what.outputs = outputs;
+    auto created_w = EntryWriter::create(*store_, "key", created, std::nullopt, what);
+    ASSERT_TRUE(std::holds_alternative<EntryWriter>(created_w));
+    EntryWriter& w = std::get<EntryWriter>(created_w);
+    ASSERT_TRUE(w.append("x", 1));
+    ASSERT_FALSE(w.publish());
+  };
+  publish({"a"}, 10);
+  publish({"b"}, 20);
+  publish({}, 30);
+  const Lookup la = store_->lookup("key", entry_address(std::nullopt, {"a"}));
+  ASSERT_EQ(la.state, LookupState::found);
+  EXPECT_EQ(la.entry.header.outputs, std::vector<std::string>{"a"});
+  EXPECT_EQ(la.entry.header.inputs, std::nullopt); // the header keeps the inputs apart
+  EXPECT_EQ(store_->lookup("key", entry_address(std::nullopt, {"b"})).entry.header.created_ns, 20);
+  EXPECT_EQ(store_->lookup("key").entry.header.created_ns, 30);
+  // --stale-if-error: the newest of KEY with the caller's outputs.
+  EXPECT_EQ(store_->newest("key", {"a"}).entry.header.created_ns, 10);
+  EXPECT_EQ(store_->newest("key", {}).entry.header.created_ns, 30);
+  EXPECT_EQ(store_->newest("key", {"c"}).state, LookupState::missing);
+  EXPECT_EQ(store_->list().size(), 3u);
+  EXPECT_FALSE(store_->drop("key"));
+  EXPECT_EQ(store_->list().size(), 0u);
 }
 
 TEST(CacheGc, OverSizeRemovesTheOldestUntilUnder) {
