@@ -113,18 +113,25 @@ in_w() {
     # The entry's body is the archive alone (no stdout), so a plain tar ends
     # it: its two zero blocks just before the 16-byte trailer.
     # tar_ends_entry KEY: KEY's entry ends in a plain tar
-    tar_ends_entry() { [[ -z $(tail -c 1040 "$(entry_path "$1")" | head -c 1024 | tr -d '\0') ]]; }
+    # the_entry KEY: KEY's one entry (its address holds the --output list)
+    the_entry() {
+        local e
+        e=$(key_entries "$1")
+        [[ -n $e && $e != *$'\n'* ]] || fail "expected one entry of $1, found: $e"
+        printf '%s\n' "$e"
+    }
+    tar_ends_entry() { [[ -z $(tail -c 1040 "$(the_entry "$1")" | head -c 1024 | tr -d '\0') ]]; }
     mkdir -p "$T/w/bin" "$T/w/log"
     head -c 3M /dev/urandom >"$T/w/bin/blob"
     seq 1 400000 >"$T/w/log/lines"
     run --separate-stderr in_w --output bin k.raw true
     assert_success
     tar_ends_entry k.raw || fail "the incompressible archive was not stored as a plain tar"
-    (($(stat -c %s "$(entry_path k.raw)") < 3 * 1048576 + 8192)) || fail "the plain tar grew"
+    (($(stat -c %s "$(the_entry k.raw)") < 3 * 1048576 + 8192)) || fail "the plain tar grew"
     run --separate-stderr in_w --output log k.z true
     assert_success
     ! tar_ends_entry k.z || fail "the compressible archive was stored as a plain tar"
-    (($(stat -c %s "$(entry_path k.z)") < $(stat -c %s "$T/w/log/lines") / 2)) || fail "not compressed"
+    (($(stat -c %s "$(the_entry k.z)") < $(stat -c %s "$T/w/log/lines") / 2)) || fail "not compressed"
     cp -a "$T/w" "$T/expected"
     rm -rf "$T/w/bin" "$T/w/log"
     run --separate-stderr in_w --output bin k.raw false
