@@ -80,6 +80,7 @@ namespace bufferlock {
   X(lock_open_failed, "cannot open %{path}: %{error}")                                                       \
   X(lock_failed, "cannot lock %{path}: %{error}")                                                            \
   X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                          \
+  X(cache_lock_unreached, "%{error}; --fail-open would build without the lock")                              \
   X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                          \
   X(lock_busy, "'%{key}' is busy")                                                                           \
   X(lock_busy_holder, "'%{key}' is busy (%{holder})")                                                        \
@@ -92,6 +93,10 @@ namespace bufferlock {
   X(list_failed, "cannot list the locks in %{path}: %{error}")                                               \
   X(redis_lock_failed, "cannot take the lock: Redis at %{server}: %{error}")                                 \
   X(redis_wait_retrying, "cannot reach Redis at %{server}: %{error}; still trying (--wait inf)")             \
+  X(redis_wait_retrying_unanswered,                                                                          \
+    "cannot reach Redis at %{server}: %{error}; still trying, for up to %{seconds}s as it has not answered " \
+    "in this run (--outage-allowance)")                                                                      \
+  X(redis_never_answered, "%{error}; no answer in %{seconds}s of trying (--outage-allowance)")               \
   X(redis_unlock_failed, "cannot release the lock: Redis at %{server}: %{error}")                            \
   X(redis_renew_failed, "cannot renew the lock: Redis at %{server}: %{error}")                               \
   X(redis_renew_retrying,                                                                                    \

@@ -93,7 +93,11 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
       diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
       return Taken::unlocked;
     }
-    diag::error(outcome.error);
+    // A Redis that never answered: maybe a typo, maybe down for good; a
+    // build needs no lock to be correct, only to be done once.
+    diag::error(outcome.unreached && o.command == Command::cache
+                    ? message(Msg::cache_lock_unreached, {{"error", outcome.error}})
+                    : outcome.error);
     exit_status = o.error_exit;
     return Taken::stop;
   }

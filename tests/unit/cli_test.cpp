@@ -211,6 +211,24 @@ TEST(Cli, RedisUrlPasswordAndEnvironment) {
   EXPECT_NE(usage_error({"-r", "redis://h", "k", "true"}, bad_ttl).find("BUFFERLOCK_TTL"), std::string::npos);
 }
 
+// How long an infinite wait retries a server that never answered (SPEC §7).
+TEST(Cli, OutageAllowanceDefaultOptionEnvironment) {
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}).redis.outage_allowance, Nanos(30s));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "2.5", "k", "true"}).redis.outage_allowance,
+            Nanos(2500ms));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "inf", "k", "true"}).redis.outage_allowance,
+            infinite_duration);
+  Env env{{{"BUFFERLOCK_OUTAGE_ALLOWANCE", "5"}}};
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}, env).redis.outage_allowance, Nanos(5s));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "1", "k", "true"}, env).redis.outage_allowance,
+            Nanos(1s));
+  Env bad{{{"BUFFERLOCK_OUTAGE_ALLOWANCE", "soon"}}};
+  EXPECT_NE(usage_error({"-r", "redis://h", "k", "true"}, bad).find("BUFFERLOCK_OUTAGE_ALLOWANCE"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"-d", "/tmp", "--outage-allowance", "1", "k", "true"}).find("--outage-allowance"),
+            std::string::npos);
+}
+
 TEST(Cli, RedisUrlErrorsNeverShowThePassword) {
   const std::string e = usage_error({"-r", "redis://u:hunter2@h:99999", "k", "true"});
   EXPECT_EQ(e.find("hunter2"), std::string::npos);
