@@ -824,6 +824,11 @@ void choose_store(Parsed& p, const EnvLookup& getenv) {
     const std::string name(d.env);
     if (const char* v = env_value(getenv, name.c_str())) apply(p, d, name, v);
   }
+  // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
+  // error now, not a store that fails verification on every run.
+  const std::string& ca = p.opts.redis.tls.ca;
+  if (c.store_url.tls && !ca.empty())
+    if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
 }
 
 // --store redis: entries and locks on one Redis server (SPEC §15).

@@ -115,6 +115,10 @@ namespace bufferlock {
   X(redis_password_hidden,                                                                                   \
     "a Redis password was on the command line, where ps(1) shows it to every user until bufferlock hides "   \
     "it; BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH keeps it off")                                           \
+  X(store_password_hidden,                                                                                   \
+    "a password of the http store was on the command line (--store URL), where ps(1) shows it to every "     \
+    "user until bufferlock hides it; the URL in BUFFERLOCK_CACHE_STORE, or a bearer token from "             \
+    "--store-token-file, keeps it off")                                                                      \
   X(key_file_exposed,                                                                                        \
     "private key %{path} is readable by group or others (mode %{value}); it should be its owner's alone "    \
     "(chmod 600)")                                                                                           \
