@@ -129,7 +129,7 @@ constexpr std::string_view g_messages = "Messages";
 // In --help order. Names accepted but not shown: see hidden_names.
 constexpr std::array<OptionDecl, 53> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
-     "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
+     "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
      "a Redis server shared by many machines: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
      "rediss://... (the same over TLS), unix:///PATH[?db=N], "

@@ -47,7 +47,7 @@ std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_di
   const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;
   if (!o.dir.empty()) return std::make_unique<FileLock>(o.dir, DirKind::user_given, key, mode, o.slots);
   if (!lock_dir.empty()) return std::make_unique<FileLock>(lock_dir, DirKind::user_given, key, mode, o.slots);
-  return std::make_unique<FileLock>(default_lock_dir(::getenv("XDG_RUNTIME_DIR")), DirKind::private_default,
+  return std::make_unique<FileLock>(default_lock_dir(), DirKind::private_default,
                                     key, mode, o.slots);
 }
 
