@@ -22,7 +22,7 @@ _bufferlock_takes_value()
         -d | --dir | -r | --redis | -w | --wait | --timeout | -E | --busy-exit | \
             --conflict-exit-code | --error-exit | -c | --command | --messages | \
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
-            --ratio | --max-step | --on-lost | --kill-after | --cache-dir | \
+            --ratio | --max-step | --outage-allowance | --on-lost | --kill-after | --cache-dir | \
             --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also | \
             --depends | --output | --sign-key | --store | --store-token-file | --store-timeout | --max-entry | --max-size)
             return 0
@@ -39,7 +39,7 @@ _bufferlock_options()
     local busy='-E --busy-exit --conflict-exit-code'
     local messages='-v --verbose -q --quiet --messages -h --help'
     local redis='--namespace --hash-tag --connect-timeout --io-timeout --tls-ca --tls-cert --tls-key'
-    local redis_wait='--ttl --step --ratio --max-step'
+    local redis_wait='--ttl --step --ratio --max-step --outage-allowance'
     local redis_run='--on-lost --kill-after'
     local keys='--slots --also'
     case $1 in
@@ -210,7 +210,7 @@ _bufferlock()
             return
             ;;
         -c | --command | --namespace | --connect-timeout | --io-timeout | \
-            --step | --ratio | --max-step | --kill-after | --max-age | --stale | --also)
+            --step | --ratio | --max-step | --outage-allowance | --kill-after | --max-age | --stale | --also)
             return # free text or a number
             ;;
     esac

@@ -15,7 +15,7 @@
 function __bufferlock_takes_value --argument-names word
     contains -- $word -d --dir -r --redis -w --wait --timeout -E --busy-exit \
         --conflict-exit-code --error-exit -c --command --messages --ttl \
-        --namespace --connect-timeout --io-timeout --step --ratio --max-step \
+        --namespace --connect-timeout --io-timeout --step --ratio --max-step --outage-allowance \
         --on-lost --kill-after --cache-dir --max-age --stale --tls-ca --tls-cert --tls-key \
         --slots --also
 end
@@ -184,6 +184,7 @@ complete -c bufferlock -n $any -l tls-key -rF -d 'rediss: private key of --tls-c
 complete -c bufferlock -n $backoff -l step -x -d 'first pause between tries (default 0.001)'
 complete -c bufferlock -n $backoff -l ratio -x -d 'growth of the pause (default 2)'
 complete -c bufferlock -n $backoff -l max-step -x -d 'longest pause (default 0.5)'
+complete -c bufferlock -n $backoff -l outage-allowance -x -d 'how long --wait inf retries a Redis that never answered (default 30)'
 complete -c bufferlock -n $commands -l on-lost -xa 'warn\t"print a warning" term\t"also SIGTERM the command"' -d 'when renewal finds the lock lost'
 complete -c bufferlock -n $commands -l kill-after -x -d 'after term: SIGKILL SECONDS after the SIGTERM (default 10, fitted to the TTL)'
 

@@ -102,7 +102,7 @@ int cmd_list(const Options& o) {
     ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
     locks = list_redis_locks(o.redis, error);
   } else {
-    const std::string dir = o.dir.empty() ? default_lock_dir(::getenv("XDG_RUNTIME_DIR")) : o.dir;
+    const std::string dir = o.dir.empty() ? default_lock_dir() : o.dir;
     locks = list_file_locks(dir, error);
   }
   if (error) {

@@ -69,6 +69,7 @@ enum class Opt {
   step,
   ratio,
   max_step,
+  outage_allowance,
   on_lost,
   kill_after,
   // rediss:// only
@@ -126,9 +127,9 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 52> option_table = {{
+constexpr std::array<OptionDecl, 53> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
-     "$XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
+     "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
      "a Redis server shared by many machines: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
      "rediss://... (the same over TLS), unix:///PATH[?db=N], "
@@ -175,6 +176,9 @@ constexpr std::array<OptionDecl, 52> option_table = {{
      Scope::redis},
     {Opt::ratio, "--ratio", "N", g_redis, "growth of the pause", "2", "", Scope::redis},
     {Opt::max_step, "--max-step", "SECONDS", g_redis, "longest pause", "0.5", "", Scope::redis},
+    {Opt::outage_allowance, "--outage-allowance", "SECONDS", g_redis,
+     "how long --wait inf retries a Redis that has not answered once in this run (inf: for ever)", "30",
+     "BUFFERLOCK_OUTAGE_ALLOWANCE", Scope::redis},
     {Opt::on_lost, "--on-lost", "warn|term", g_redis,
      "when renewal finds the lock lost: warn, or also SIGTERM the command", "warn", "BUFFERLOCK_ON_LOST",
      Scope::redis},
@@ -432,6 +436,9 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::io_timeout: o.redis.io_timeout = positive_duration_value(typed, value); break;
   case Opt::step: o.redis.step = positive_duration_value(typed, value); break;
   case Opt::max_step: o.redis.max_step = positive_duration_value(typed, value); break;
+  case Opt::outage_allowance:
+    o.redis.outage_allowance = duration_value(typed, value, AllowInfinite::yes);
+    break;
   case Opt::kill_after: o.redis.kill_after = duration_value(typed, value); break;
   case Opt::ratio: {
     // A plain decimal >= 1: the duration grammar without a unit.
@@ -826,6 +833,11 @@ void choose_store(Parsed& p, const EnvLookup& getenv) {
     const std::string name(d.env);
     if (const char* v = env_value(getenv, name.c_str())) apply(p, d, name, v);
   }
+  // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
+  // error now, not a store that fails verification on every run.
+  const std::string& ca = p.opts.redis.tls.ca;
+  if (c.store_url.tls && !ca.empty())
+    if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
 }
 
 // --store redis: entries and locks on one Redis server (SPEC §15).

@@ -38,6 +38,9 @@ struct RedisSettings {
   Nanos max_step = std::chrono::milliseconds(500);
   // The waiting back-off, which also paces TRYAGAIN retries (SPEC §13).
   Backoff backoff() const { return {step, ratio, max_step}; }
+  // How long an infinite wait retries a server that has not answered once
+  // in this run (a typo in a port): then the wait ends with the error (SPEC §7).
+  Nanos outage_allowance = std::chrono::seconds(30);
   OnLost on_lost = OnLost::warn;
   Nanos kill_after = std::chrono::seconds(10);
   // The timeouts of a renewal attempt and of the release, once the lock is

@@ -81,6 +81,7 @@ namespace bufferlock {
   X(lock_open_failed, "cannot open %{path}: %{error}")                                                       \
   X(lock_failed, "cannot lock %{path}: %{error}")                                                            \
   X(lock_fail_open, "%{error}; running the command without the lock (--fail-open)")                          \
+  X(cache_lock_unreached, "%{error}; --fail-open would build without the lock")                              \
   X(lock_acquired, "acquired '%{key}' (%{path}) after %{seconds}s")                                          \
   X(lock_busy, "'%{key}' is busy")                                                                           \
   X(lock_busy_holder, "'%{key}' is busy (%{holder})")                                                        \
@@ -95,6 +96,10 @@ namespace bufferlock {
   X(list_failed, "cannot list the locks in %{path}: %{error}")                                               \
   X(redis_lock_failed, "cannot take the lock: Redis at %{server}: %{error}")                                 \
   X(redis_wait_retrying, "cannot reach Redis at %{server}: %{error}; still trying (--wait inf)")             \
+  X(redis_wait_retrying_unanswered,                                                                          \
+    "cannot reach Redis at %{server}: %{error}; still trying, for up to %{seconds}s as it has not answered " \
+    "in this run (--outage-allowance)")                                                                      \
+  X(redis_never_answered, "%{error}; no answer in %{seconds}s of trying (--outage-allowance)")               \
   X(redis_unlock_failed, "cannot release the lock: Redis at %{server}: %{error}")                            \
   X(redis_renew_failed, "cannot renew the lock: Redis at %{server}: %{error}")                               \
   X(redis_renew_retrying,                                                                                    \
@@ -113,6 +118,10 @@ namespace bufferlock {
   X(redis_password_hidden,                                                                                   \
     "a Redis password was on the command line, where ps(1) shows it to every user until bufferlock hides "   \
     "it; BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH keeps it off")                                           \
+  X(store_password_hidden,                                                                                   \
+    "a password of the http store was on the command line (--store URL), where ps(1) shows it to every "     \
+    "user until bufferlock hides it; the URL in BUFFERLOCK_CACHE_STORE, or a bearer token from "             \
+    "--store-token-file, keeps it off")                                                                      \
   X(key_file_exposed,                                                                                        \
     "private key %{path} is readable by group or others (mode %{value}); it should be its owner's alone "    \
     "(chmod 600)")                                                                                           \

@@ -6,6 +6,7 @@
 #include "util/files.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace bufferlock {
@@ -22,16 +23,32 @@ int command_words(int argc, char** argv, const std::vector<std::string>& command
   return n;
 }
 
-// Hides the passwords of the URLs in argv[1..own): how many it hid.
-int hide_url_passwords(int argc, char** argv, int own) {
-  int hidden = 0;
+// Whether the URL in `word` ("--store=https://...", "http://...") is an
+// http store's rather than a Redis server's.
+bool is_http_url(std::string_view word) {
+  const std::size_t end = word.find("://");
+  std::size_t begin = end;
+  while (begin > 0 && std::isalpha(static_cast<unsigned char>(word[begin - 1])))
+    --begin;
+  const std::string_view scheme = word.substr(begin, end - begin);
+  return scheme == "http" || scheme == "https";
+}
+
+struct Hidden {
+  bool redis = false; // a Redis URL's password
+  bool store = false; // an http store URL's password
+};
+
+// Hides the passwords of the URLs in argv[1..own): which kinds it hid.
+Hidden hide_url_passwords(int argc, char** argv, int own) {
+  Hidden hidden;
   for (int i = 1; i < own; ++i) {
     const std::string_view word = argv[i];
     if (word.find("://") == std::string_view::npos) continue;
     const auto span = url_password_span(word);
     if (!span || span->len == 0) continue;
+    (is_http_url(word) ? hidden.store : hidden.redis) = true;
     rewrite_arg(argc, argv, i, span->pos, span->len, std::string(std::min<std::size_t>(span->len, 3), '*'));
-    ++hidden;
   }
   return hidden;
 }
@@ -39,8 +56,9 @@ int hide_url_passwords(int argc, char** argv, int own) {
 } // namespace
 
 void protect_secrets(int argc, char** argv, const Options& o) {
-  if (hide_url_passwords(argc, argv, argc - command_words(argc, argv, o.argv)) > 0)
-    diag::debug_lazy([] { return message(Msg::redis_password_hidden); });
+  const Hidden hidden = hide_url_passwords(argc, argv, argc - command_words(argc, argv, o.argv));
+  if (hidden.redis) diag::debug_lazy([] { return message(Msg::redis_password_hidden); });
+  if (hidden.store) diag::debug_lazy([] { return message(Msg::store_password_hidden); });
   if (!o.redis.tls.key.empty()) warn_if_key_exposed(o.redis.tls.key);
 }
 

@@ -92,9 +92,16 @@ bool drain_close_events(int fd, std::string_view prefix) {
 
 } // namespace
 
-std::string default_lock_dir(const char* xdg_runtime_dir) {
-  if (xdg_runtime_dir && *xdg_runtime_dir) return std::string(xdg_runtime_dir) + "/bufferlock";
-  return "/tmp/bufferlock-" + std::to_string(::geteuid());
+std::string default_lock_dir(const std::string& run_lock) {
+  // The same for a user whatever the environment (a cron job, a login
+  // shell, a systemd unit), so that they exclude each other (SPEC §3). A
+  // /run/lock that only root may write to (Fedora's) would fail every run.
+  const std::string name = "/bufferlock-" + std::to_string(::geteuid());
+  struct stat st {};
+  if (::stat(run_lock.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+      ::faccessat(AT_FDCWD, run_lock.c_str(), W_OK | X_OK, AT_EACCESS) == 0)
+    return run_lock + name;
+  return "/tmp" + name;
 }
 
 std::string lock_file_path(const std::string& dir, std::string_view key) {

@@ -21,8 +21,10 @@ enum class LockMode { exclusive, shared };
 // link); one the user named may be shared and reached through a link.
 enum class DirKind { private_default, user_given };
 
-// The default lock directory: $XDG_RUNTIME_DIR/bufferlock, else /tmp/bufferlock-UID.
-std::string default_lock_dir(const char* xdg_runtime_dir);
+// The default lock directory: RUN_LOCK/bufferlock-UID where RUN_LOCK is a
+// directory the user may create in, else /tmp/bufferlock-UID; no
+// environment variable moves it.
+std::string default_lock_dir(const std::string& run_lock = "/run/lock");
 
 // DIR/<md5hex(key)>.lock
 std::string lock_file_path(const std::string& dir, std::string_view key);

@@ -19,6 +19,9 @@ struct Outcome {
   AcquireStatus status;
   std::string error;                       // with status error: the message to print (no prefix)
   Recovery recovery = Recovery::permanent; // with status error: whether waiting can mend it
+  // With status error: the backend never answered during the whole wait
+  // (SPEC §7, the outage allowance), so only --fail-open gets the work done.
+  bool unreached = false;
 
   static Outcome acquired() { return {AcquireStatus::acquired, {}}; }
   static Outcome busy() { return {AcquireStatus::busy, {}}; }

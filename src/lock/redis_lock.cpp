@@ -306,17 +306,55 @@ Outcome RedisLock::acquire(Nanos wait, OnError on_error) {
   if (token_.empty())
     return Outcome::failed(message(Msg::redis_token_failed, {{"error", errno_text(errno)}}),
                            Recovery::permanent);
+  const Nanos started = monotonic_now();
   // A finite wait ends with the error if Redis stays away; an infinite one
   // would be silent for as long as it does: say once why we are still waiting.
   const bool say_retrying = wait == infinite_duration && on_error == OnError::retry;
-  const auto on_attempt_error = [this, say_retrying](const RedisError& e) {
-    if (!say_retrying || !e.transient() || wait_error_reported_) return;
-    wait_error_reported_ = true;
-    diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e.text}}));
+  std::optional<RedisError> last;
+  const auto on_attempt_error = [&](const RedisError& e) {
+    last = e;
+    if (say_retrying) say_still_trying(e);
   };
   return poll_until(
       wait, on_error, settings_.backoff(),
-      [&] { return try_once(on_attempt_error); }, [this](Nanos d) { pause(d); });
+      [&] {
+        Outcome outcome = try_once(on_attempt_error);
+        if (outcome.status != AcquireStatus::error || !last) return outcome;
+        if (auto e = unanswered_for_too_long(*last, wait, started)) {
+          outcome = Outcome::failed(
+              message(Msg::redis_lock_failed, {{"server", server()}, {"error", e->text}}), e->recovery);
+          outcome.unreached = true;
+        }
+        return outcome;
+      },
+      [this](Nanos d) { pause(d); });
+}
+
+bool RedisLock::answered() const { return quorum_ ? quorum_->answered() : client_.answered(); }
+
+void RedisLock::say_still_trying(const RedisError& e) {
+  if (!e.transient() || wait_error_reported_) return;
+  wait_error_reported_ = true;
+  const Nanos allowance = settings_.outage_allowance;
+  if (answered() || allowance == infinite_duration)
+    diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e.text}}));
+  else
+    diag::warn(message(Msg::redis_wait_retrying_unanswered,
+                       {{"server", server()}, {"error", e.text}, {"seconds", format_seconds(allowance)}}));
+}
+
+std::optional<RedisError> RedisLock::unanswered_for_too_long(const RedisError& e, Nanos wait,
+                                                             Nanos started) const {
+  // Riding out an outage needs a server that answered (SPEC §7): one that
+  // never did may be a typo in a port, and an infinite wait on it would
+  // hang a cron job or a CI step for ever. A finite wait is its own bound.
+  const Nanos allowance = settings_.outage_allowance;
+  if (wait != infinite_duration || !e.transient() || answered() || allowance == infinite_duration ||
+      monotonic_now() - started < allowance)
+    return std::nullopt;
+  return RedisError{
+      e.kind, message(Msg::redis_never_answered, {{"error", e.text}, {"seconds", format_seconds(allowance)}}),
+      Recovery::permanent};
 }
 
 void RedisLock::held(Nanos sent_at) {
@@ -376,17 +414,16 @@ RedisResult<bool> RedisLock::compare_by_key(bool release, std::string_view ms) {
 RedisResult<bool> RedisLock::retry_within(Nanos wait, RedisResult<bool> (RedisLock::*op)()) {
   RedisResult<bool> last = false;
   const bool say_retrying = wait == infinite_duration;
+  const Nanos started = monotonic_now();
   poll_until(
       wait, OnError::retry, settings_.backoff(),
       [&] {
         last = (this->*op)();
         const auto* e = std::get_if<RedisError>(&last);
         if (!e) return Outcome::acquired(); // done, whatever the answer
-        if (say_retrying && e->transient() && !wait_error_reported_) {
-          wait_error_reported_ = true;
-          diag::warn(message(Msg::redis_wait_retrying, {{"server", server()}, {"error", e->text}}));
-        }
-        return Outcome::failed({}, e->recovery);
+        if (say_retrying) say_still_trying(*e);
+        if (auto ended = unanswered_for_too_long(*e, wait, started)) last = *ended;
+        return Outcome::failed({}, std::get<RedisError>(last).recovery);
       },
       [](Nanos d) {
         const timespec ts = to_timespec(d);

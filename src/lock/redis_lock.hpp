@@ -112,6 +112,14 @@ private:
   // One SET NX attempt; `on_error` sees the error of a failed one.
   Outcome try_once(const std::function<void(const RedisError&)>& on_error);
   void pause(Nanos d);
+  // The server (a majority of a quorum) answered at least once in this run.
+  bool answered() const;
+  // The one warning of an infinite wait that Redis cannot be reached.
+  void say_still_trying(const RedisError& e);
+  // The error that ends an infinite wait begun at `started` (monotonic)
+  // because the server has not answered once within the outage allowance
+  // (SPEC §7); nullopt while the wait goes on.
+  std::optional<RedisError> unanswered_for_too_long(const RedisError& e, Nanos wait, Nanos started) const;
   // The renewal ticker (lock/lease.hpp has the timeline): returns the
   // monotonic time of its next call.
   Nanos renew(pid_t child);

@@ -24,6 +24,13 @@ bool is_server_error(const RedisResult<RedisReply>& r, std::string_view code) {
 
 std::string node_name(const std::string& host, int port) { return host + ":" + std::to_string(port); }
 
+// Whether a server replied: with a reply or an error reply (LOADING and
+// WRONGPASS are answers too), not a connection that failed or timed out.
+bool is_answer(const RedisResult<RedisReply>& r) {
+  const auto* e = std::get_if<RedisError>(&r);
+  return !e || e->kind == RedisError::Kind::server;
+}
+
 } // namespace
 
 RedisClient::RedisClient(RedisUrl url, std::optional<std::string> password, RedisTimeouts timeouts,
@@ -43,7 +50,10 @@ RedisResult<RedisConnection*> RedisClient::first() {
   auto opened = url_.transport == RedisUrl::Transport::sentinel
                     ? open_sentinel_master(url_, password_, timeouts_)
                     : RedisConnection::open(url_, password_, timeouts_);
-  if (auto* e = std::get_if<RedisError>(&opened)) return *e;
+  if (auto* e = std::get_if<RedisError>(&opened)) {
+    answered_ = answered_ || e->kind == RedisError::Kind::server; // AUTH or SELECT refused, LOADING
+    return *e;
+  }
   first_.emplace(std::move(std::get<RedisConnection>(opened)));
   return &*first_;
 }
@@ -88,6 +98,7 @@ RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
   };
   auto result = once(args);
   if (fallback && is_server_error(result, "NOSCRIPT")) result = once(*fallback);
+  answered_ = answered_ || is_answer(result);
   if (io_timeout.count() > 0) conn.set_io_timeout(timeouts_.io);
   return result;
 }

@@ -57,6 +57,11 @@ public:
   // A connection to the server (or the first node) is open and not broken.
   bool connected() const { return first_ && !first_->broken(); }
 
+  // The server (a node of it) has answered at least once in this run: an
+  // outage is then ridden out, while a server that never answered may be a
+  // typo in a port (SPEC §7).
+  bool answered() const { return answered_; }
+
   // The server as messages name it (no password).
   std::string server() const { return url_.display(); }
   const RedisUrl& url() const { return url_; }
@@ -80,6 +85,7 @@ private:
   std::optional<RedisConnection> first_;
   std::map<std::string, RedisConnection> nodes_;   // other cluster nodes, by HOST:PORT
   std::unordered_map<int, std::string> slot_node_; // learnt from MOVED
+  bool answered_ = false;                          // a reply (an error reply too) was read
 };
 
 } // namespace bufferlock

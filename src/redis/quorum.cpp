@@ -155,6 +155,8 @@ QuorumClient::fan_out_each(const std::vector<std::vector<std::string_view>>& arg
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (!out[i]) continue;
+    const auto* failed = std::get_if<RedisError>(&*out[i]);
+    if (!failed || failed->kind == RedisError::Kind::server) members_[i].answered = true;
     if (auto* e = std::get_if<RedisError>(&*out[i])) {
       e->text = members_[i].url.display() + ": " + e->text;
       if (e->kind != RedisError::Kind::server) members_[i].conn.reset();
@@ -332,6 +334,12 @@ RedisResult<std::vector<std::string>> QuorumClient::scan(const std::vector<std::
   }
   if (quorum_decide(n, 0, errors_in(outcome)) == QuorumDecision::error) return no_majority(outcome);
   return std::vector<std::string>(names.begin(), names.end());
+}
+
+bool QuorumClient::answered() const {
+  const auto answered =
+      std::count_if(members_.begin(), members_.end(), [](const Member& m) { return m.answered; });
+  return static_cast<std::size_t>(answered) >= quorum_majority(members_.size());
 }
 
 bool QuorumClient::wait_wake(std::string_view wake_key, Nanos d, Nanos io_timeout) {

@@ -69,6 +69,9 @@ public:
   // the names found on any that answered, or the error when too few did.
   RedisResult<std::vector<std::string>> scan(const std::vector<std::string>& patterns);
   std::size_t size() const { return members_.size(); }
+  // A majority of the servers has answered at least once in this run (SPEC
+  // §7: an outage of such a quorum is ridden out).
+  bool answered() const;
   // The timeouts from now on, also of the connections already open.
   void set_timeouts(RedisTimeouts timeouts);
   // BLPOP on the first server that is connected; false when none is.
@@ -80,6 +83,7 @@ private:
   struct Member {
     RedisUrl url;
     std::optional<RedisConnection> conn;
+    bool answered = false; // a reply (an error reply too) was read from it
   };
   // One command per member (the same for all), all at once: the replies in
   // member order.

@@ -26,6 +26,7 @@ constexpr const char* libssl_name = "libssl.so.3";
 struct Api {
   decltype(&::TLS_client_method) TLS_client_method;
   decltype(&::SSL_CTX_new) SSL_CTX_new;
+  decltype(&::SSL_CTX_free) SSL_CTX_free;
   decltype(&::SSL_CTX_ctrl) SSL_CTX_ctrl;
   decltype(&::SSL_CTX_set_options) SSL_CTX_set_options;
   decltype(&::SSL_CTX_set_verify) SSL_CTX_set_verify;
@@ -70,6 +71,7 @@ const Library& library() {
 #define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
     BUFFERLOCK_BIND(TLS_client_method);
     BUFFERLOCK_BIND(SSL_CTX_new);
+    BUFFERLOCK_BIND(SSL_CTX_free);
     BUFFERLOCK_BIND(SSL_CTX_ctrl);
     BUFFERLOCK_BIND(SSL_CTX_set_options);
     BUFFERLOCK_BIND(SSL_CTX_set_verify);
@@ -190,6 +192,20 @@ bool is_ip_address(const std::string& host) {
 } // namespace
 
 std::optional<TlsSetupError> tls_prepare(const TlsFiles& files) { return context(&files).error; }
+
+std::optional<TlsSetupError> tls_check_ca(const std::string& path) {
+  const auto fail = [&](const std::string& why) { return TlsSetupError{"--tls-ca " + path + ": " + why}; };
+  if (auto why = unreadable(path)) return fail(*why);
+  const Library& lib = library();
+  if (!lib.error.empty()) return std::nullopt; // the https client's own TLS library judges it
+  const Api& a = lib.api;
+  SSL_CTX* ctx = a.SSL_CTX_new(a.TLS_client_method());
+  if (!ctx) return TlsSetupError{"cannot set up TLS: " + queue_reason()};
+  std::optional<TlsSetupError> error;
+  if (a.SSL_CTX_load_verify_locations(ctx, path.c_str(), nullptr) != 1) error = fail(queue_reason());
+  a.SSL_CTX_free(ctx);
+  return error;
+}
 
 std::string tls_library_version() {
   const Library& lib = library();

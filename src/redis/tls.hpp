@@ -34,6 +34,12 @@ struct TlsSetupError {
 // the first result.
 std::optional<TlsSetupError> tls_prepare(const TlsFiles& files);
 
+// Whether `path` can serve as --tls-ca for a server that another library
+// talks to (the https store): readable, and PEM certificates that OpenSSL
+// parses. The process's own context is left alone; without OpenSSL, only
+// whether the file can be read.
+std::optional<TlsSetupError> tls_check_ca(const std::string& path);
+
 // One TLS session over a connected, non-blocking socket. Move-only.
 class TlsSession {
 public:

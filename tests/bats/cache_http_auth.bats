@@ -168,6 +168,42 @@ teardown() {
     assert_output "$first"
 }
 
+@test "https: a --tls-ca that cannot be read or parsed is a usage error naming it; nothing runs" {
+    local url f
+    url=$(https_url)
+    printf 'not a certificate\n' >"$T/garbage.pem"
+    : >"$T/empty.pem"
+    for f in "$T/missing.pem" "$T/garbage.pem" "$T/empty.pem" "$T"; do
+        run --separate-stderr blc --store "$url" --tls-ca "$f" "$K" "$COUNTED"
+        assert_usage_error "--tls-ca $f"
+        BUFFERLOCK_TLS_CA=$f run --separate-stderr blc --store "$url" "$K" "$COUNTED"
+        assert_usage_error "$f"
+    done
+    # before any connection: no server at all gives the same
+    run --separate-stderr blc --store https://127.0.0.1:1/x/ --tls-ca /nonexistent/ca.crt "$K" -- echo hi
+    assert_usage_error "--tls-ca /nonexistent/ca.crt" "No such file"
+    assert_runs 0
+    assert_not_exist "$(obj_path "$K")"
+}
+
+@test "-v with a password in the store URL names what keeps a store's password off the command line" {
+    local url
+    url="http://$HTTP_USER:$HTTP_PASSWORD@127.0.0.1:$HTTP_PORT/auth/$HTTP_T/"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "$url" "$K" "$COUNTED"
+    assert_success
+    assert_stderr_empty
+    run --separate-stderr "$BL" cache --cache-dir "$C" -v --store="$url" "$K" "$COUNTED"
+    assert_success
+    assert_no_secret "$HTTP_PASSWORD"
+    [[ $stderr == *"password of the http store was on the command line"*"BUFFERLOCK_CACHE_STORE"*"--store-token-file"* ]] ||
+        fail "-v does not name the store's ways: $stderr"
+    [[ $stderr != *Redis* && $stderr != *BUFFERLOCK_REDIS_PASSWORD* ]] || fail "-v talks of Redis: $stderr"
+    # in the environment, it is not on the command line: nothing to say
+    BUFFERLOCK_CACHE_STORE=$url run --separate-stderr "$BL" cache --cache-dir "$C" -v "$K" "$COUNTED"
+    assert_success
+    [[ $stderr != *"on the command line"* ]] || fail "-v talks of a password not given: $stderr"
+}
+
 @test "https: an output over 1 MiB goes up as one chunked PUT through TLS and comes back whole" {
     local url
     url=$(https_url)

@@ -1,6 +1,11 @@
 #!/usr/bin/env bats
-# Where lock files go without --dir: $XDG_RUNTIME_DIR/bufferlock, else
-# /tmp/bufferlock-UID; BUFFERLOCK_DIR; --dir beats the environment.
+# Where lock files go without --dir: /run/lock/bufferlock-UID where /run/lock
+# exists, else /tmp/bufferlock-UID, whatever the environment (XDG_RUNTIME_DIR
+# does not move it); BUFFERLOCK_DIR; --dir beats the environment.
+#
+# Every run that uses the default directory runs in a mount namespace of the
+# test's own with a tmpfs on /run/lock (private_run_lock, in_ns), so that no
+# test touches the machine's /run/lock/bufferlock-UID.
 
 load helpers
 
@@ -10,152 +15,192 @@ unique_key() {
     printf 'bats-default-dir-%s-%s-%s\n' "$$" "$BATS_SUITE_TEST_NUMBER" "$RANDOM"
 }
 
-# fresh_xdg_dir: XDG_RUNTIME_DIR is a new, empty 0700 directory $T/xdg.
+# fresh_xdg_dir: XDG_RUNTIME_DIR is a new, empty 0700 directory $T/xdg, as a
+# login shell has it.
 fresh_xdg_dir() {
     export XDG_RUNTIME_DIR="$T/xdg"
     mkdir -m 0700 "$XDG_RUNTIME_DIR"
 }
 
+# default_dir_setup: a private /run/lock (private_run_lock); DEF is the
+# default directory as bufferlock names it, DEF_SEEN the same from here.
+default_dir_setup() {
+    private_run_lock "$@"
+    DEF="/run/lock/bufferlock-$(id -u)"
+    DEF_SEEN="$RUN_LOCK/bufferlock-$(id -u)"
+}
+
+# track_tmp_default KEY: the lock file of KEY in /tmp/bufferlock-UID (the
+# machine's own) goes in teardown -- with the directory when this test made it.
+track_tmp_default() {
+    local dir lp
+    dir="/tmp/bufferlock-$(id -u)"
+    lp=$(lock_path "$dir" "$1")
+    if [[ -e $dir || -L $dir ]]; then
+        TMP_DIR_EXISTED=yes
+        track_path "$lp" # only our own, uniquely named lock file
+    else
+        TMP_DIR_EXISTED=no
+        track_path "$dir"
+    fi
+}
+
 # assert_default_dir_refused: `bufferlock KEY touch $T/ran` exits 69 with one
-# message naming $XDG_RUNTIME_DIR/bufferlock, and the command does not run.
+# message naming the default directory, and the command does not run.
 assert_default_dir_refused() {
-    run --separate-stderr bl "$K" touch "$T/ran"
+    run --separate-stderr in_ns "$BL" "$K" touch "$T/ran"
     assert_failure 69
-    assert_one_bufferlock_line "$XDG_RUNTIME_DIR/bufferlock"
+    assert_one_bufferlock_line "$DEF"
     assert_file_not_exists "$T/ran"
 }
 
-@test "XDG_RUNTIME_DIR set: lock file in \$XDG_RUNTIME_DIR/bufferlock, created 0700" {
+@test "default dir: /run/lock/bufferlock-UID, created 0700 (umask 000 and 022); XDG_RUNTIME_DIR does not move it" {
+    default_dir_setup
     fresh_xdg_dir
     umask 000
-    run --separate-stderr bl "$K" echo ran
+    run --separate-stderr in_ns "$BL" "$K" echo ran
     umask 022
     assert_success
     assert_output ran
     assert_stderr_empty
-    assert_dir_exists "$XDG_RUNTIME_DIR/bufferlock"
-    assert_equal "$(stat -c %a "$XDG_RUNTIME_DIR/bufferlock")" 700
-    assert_file_exists "$(lock_path "$XDG_RUNTIME_DIR/bufferlock" "$K")"
-}
-
-@test "XDG_RUNTIME_DIR default dir is 0700 under a usual umask too" {
-    fresh_xdg_dir
-    umask 022
-    run --separate-stderr bl "$K" true
+    assert_dir_exists "$DEF_SEEN"
+    assert_equal "$(stat -c '%a %u' "$DEF_SEEN")" "700 $(id -u)"
+    assert_file_exists "$(lock_path "$DEF_SEEN" "$K")"
+    assert_equal "$(ls -A "$XDG_RUNTIME_DIR")" ""
+    # again from scratch, under a usual umask and without XDG_RUNTIME_DIR
+    rm -rf -- "$DEF_SEEN"
+    run --separate-stderr env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" "$K" true
     assert_success
-    assert_equal "$(stat -c %a "$XDG_RUNTIME_DIR/bufferlock")" 700
+    assert_equal "$(stat -c %a "$DEF_SEEN")" 700
 }
 
 @test "the default dir really locks (busy while held)" {
-    fresh_xdg_dir
-    run --separate-stderr bl "$K" true
+    default_dir_setup
+    run --separate-stderr in_ns "$BL" "$K" true
     assert_success
-    hold_lock "$XDG_RUNTIME_DIR/bufferlock" "$K"
-    run --separate-stderr bl "$K" touch "$T/ran"
+    hold_lock "$DEF_SEEN" "$K"
+    run --separate-stderr in_ns "$BL" "$K" touch "$T/ran"
     assert_failure 75
     assert_file_not_exists "$T/ran"
 }
 
-@test "no XDG_RUNTIME_DIR: lock file in /tmp/bufferlock-UID" {
-    local dir key lp existed=no
-    dir="/tmp/bufferlock-$(id -u)"
+@test "cron and a login shell exclude each other: a holder without XDG_RUNTIME_DIR, a caller with it; status says held" {
+    default_dir_setup
+    # the cron job: no XDG_RUNTIME_DIR
+    env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" report \
+        sh -c 'echo started > "$0"; exec sleep 300' "$T/started" </dev/null >/dev/null 2>"$T/cron.err" 3>&- &
+    HOLDER_PID=$!
+    track_pid "$HOLDER_PID"
+    wait_for_file "$T/started" 10 || fail "the cron job's command never started: $(cat "$T/cron.err")"
+    # the login shell: XDG_RUNTIME_DIR set
+    fresh_xdg_dir
+    run --separate-stderr in_ns "$BL" report touch "$T/ran"
+    assert_failure 75
+    assert_file_not_exists "$T/ran"
+    run --separate-stderr in_ns "$BL" status report
+    assert_failure 75
+    assert_output --regexp "^held pid=$HOLDER_PID since="
+    run --separate-stderr env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" status report
+    assert_failure 75
+    assert_output --regexp "^held pid=$HOLDER_PID since="
+    assert_equal "$(ls -A "$XDG_RUNTIME_DIR")" ""
+    assert_file_exists "$(lock_path "$DEF_SEEN" report)"
+}
+
+@test "no /run/lock: lock file in /tmp/bufferlock-UID, whatever XDG_RUNTIME_DIR says" {
+    default_dir_setup --no-run-lock
+    fresh_xdg_dir
+    local key
     key=$(unique_key)
-    lp=$(lock_path "$dir" "$key")
-    [[ -e $dir || -L $dir ]] && existed=yes
-    if [[ $existed == yes ]]; then
-        track_path "$lp" # only our own, uniquely named lock file
-    else
-        track_path "$dir"
-    fi
-    run --separate-stderr env -u XDG_RUNTIME_DIR "$BL" "$key" echo ran
+    track_tmp_default "$key"
+    run --separate-stderr in_ns "$BL" "$key" echo ran
     assert_success
     assert_output ran
     assert_stderr_empty
-    assert_dir_exists "$dir"
-    assert_file_exists "$lp"
-    if [[ $existed == no ]]; then
-        assert_equal "$(stat -c '%a %u' "$dir")" "700 $(id -u)"
+    assert_dir_exists "/tmp/bufferlock-$(id -u)"
+    assert_file_exists "$(lock_path "/tmp/bufferlock-$(id -u)" "$key")"
+    if [[ $TMP_DIR_EXISTED == no ]]; then
+        assert_equal "$(stat -c '%a %u' "/tmp/bufferlock-$(id -u)")" "700 $(id -u)"
     fi
+    assert_equal "$(ls -A "$XDG_RUNTIME_DIR")" ""
 }
 
-@test "no XDG_RUNTIME_DIR: the command's lock descriptor is the file in /tmp/bufferlock-UID" {
-    local dir key lp
-    dir="/tmp/bufferlock-$(id -u)"
-    key=$(unique_key)
-    lp=$(lock_path "$dir" "$key")
-    if [[ -e $dir || -L $dir ]]; then
-        track_path "$lp"
-    else
-        track_path "$dir"
-    fi
+@test "the command's lock descriptor is the file in /run/lock/bufferlock-UID" {
+    default_dir_setup
     # shellcheck disable=SC2016
-    run --separate-stderr env -u XDG_RUNTIME_DIR "$BL" "$key" sh -c 'readlink "/proc/$$/fd/$BUFFERLOCK_FD"'
+    run --separate-stderr in_ns "$BL" "$K" sh -c 'readlink "/proc/$$/fd/$BUFFERLOCK_FD"'
     assert_success
-    assert_output "$lp"
+    assert_output "$(lock_path "$DEF" "$K")"
 }
 
-@test "no XDG_RUNTIME_DIR, fresh user: /tmp/bufferlock-UID created 0700 owned by the user" {
+@test "fresh user: its own 0700 directory in /run/lock; in /tmp where it may not create in /run/lock" {
     is_root || skip "needs root to run as a fresh uid"
     local uid=54321
+    default_dir_setup
+    make_public_dir
+    run --separate-stderr in_ns setpriv --reuid=$uid --regid=$uid --clear-groups -- "$PUB_BL" "$K" echo ran
+    assert_success
+    assert_output ran
+    assert_equal "$(stat -c '%a %u' "$RUN_LOCK/bufferlock-$uid")" "700 $uid"
+    assert_file_exists "$(lock_path "$RUN_LOCK/bufferlock-$uid" "$K")"
+    # a /run/lock that only root may write to (as on Fedora)
     local dir="/tmp/bufferlock-$uid"
     [[ -e $dir || -L $dir ]] && skip "$dir already exists; not touching it"
     track_path "$dir"
-    make_public_dir
-    run --separate-stderr env -u XDG_RUNTIME_DIR setpriv --reuid=$uid --regid=$uid --clear-groups -- \
-        "$PUB_BL" "$K" echo ran
+    chmod 0755 "$RUN_LOCK"
+    run --separate-stderr in_ns setpriv --reuid=$uid --regid=$uid --clear-groups -- "$PUB_BL" other echo ran
     assert_success
     assert_output ran
-    assert_dir_exists "$dir"
     assert_equal "$(stat -c '%a %u' "$dir")" "700 $uid"
-    assert_file_exists "$(lock_path "$dir" "$K")"
+    assert_file_exists "$(lock_path "$dir" other)"
 }
 
 @test "a symlink planted at the default dir: 69 naming it, nothing created at the target" {
-    fresh_xdg_dir
+    default_dir_setup
     mkdir -m 0700 "$T/elsewhere"
-    ln -s "$T/elsewhere" "$XDG_RUNTIME_DIR/bufferlock"
+    ln -s "$T/elsewhere" "$DEF_SEEN"
     assert_default_dir_refused
     assert_equal "$(ls -A "$T/elsewhere")" ""
 }
 
 @test "a dangling symlink planted at the default dir: 69, target not created" {
-    fresh_xdg_dir
-    ln -s "$T/target" "$XDG_RUNTIME_DIR/bufferlock"
+    default_dir_setup
+    ln -s "$T/target" "$DEF_SEEN"
     assert_default_dir_refused
     assert_not_exist "$T/target"
 }
 
 @test "a file at the default dir path: 69" {
-    fresh_xdg_dir
-    touch "$XDG_RUNTIME_DIR/bufferlock"
+    default_dir_setup
+    touch "$DEF_SEEN"
     assert_default_dir_refused
 }
 
 @test "a default dir owned by another user: 69" {
     is_root || skip "needs root to chown"
-    fresh_xdg_dir
-    mkdir -m 0700 "$XDG_RUNTIME_DIR/bufferlock"
-    chown 65534:65534 "$XDG_RUNTIME_DIR/bufferlock"
+    default_dir_setup
+    mkdir -m 0700 "$DEF_SEEN"
+    chown 65534:65534 "$DEF_SEEN"
     assert_default_dir_refused
-    assert_equal "$(ls -A "$XDG_RUNTIME_DIR/bufferlock")" ""
+    assert_equal "$(ls -A "$DEF_SEEN")" ""
 }
 
 @test "a default dir problem with --fail-open: runs with a warning" {
-    fresh_xdg_dir
-    ln -s "$T/elsewhere" "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl --fail-open "$K" echo ran
+    default_dir_setup
+    ln -s "$T/elsewhere" "$DEF_SEEN"
+    run --separate-stderr in_ns "$BL" --fail-open "$K" echo ran
     assert_success
     assert_output ran
-    assert_one_bufferlock_line
+    assert_one_bufferlock_line "$DEF"
 }
 
 @test "BUFFERLOCK_DIR is used (and created with parents)" {
-    fresh_xdg_dir
-    BUFFERLOCK_DIR="$T/env/a/b" run --separate-stderr bl "$K" echo ran
+    default_dir_setup
+    BUFFERLOCK_DIR="$T/env/a/b" run --separate-stderr in_ns "$BL" "$K" echo ran
     assert_success
     assert_output ran
     assert_file_exists "$(lock_path "$T/env/a/b" "$K")"
-    assert_not_exist "$XDG_RUNTIME_DIR/bufferlock"
+    assert_not_exist "$DEF_SEEN"
 }
 
 @test "BUFFERLOCK_DIR really locks" {
@@ -181,11 +226,15 @@ assert_default_dir_refused() {
     assert_not_exist "$T/env"
 }
 
-@test "status uses the default dir too" {
-    fresh_xdg_dir
-    hold_lock "$XDG_RUNTIME_DIR/bufferlock" "$K"
-    chmod 0700 "$XDG_RUNTIME_DIR/bufferlock"
-    run --separate-stderr bl status "$K"
+@test "status and list use the default dir too" {
+    default_dir_setup
+    run --separate-stderr in_ns "$BL" "$K" true
+    assert_success
+    hold_lock "$DEF_SEEN" "$K"
+    run --separate-stderr in_ns "$BL" status "$K"
     assert_failure 75
     assert_output "held pid=$HOLDER_PID"
+    run --separate-stderr in_ns "$BL" list
+    assert_success
+    [[ $output == *"$K"* || $output == *"$(key_md5 "$K")"* ]] || fail "list does not show it: $output"
 }

@@ -82,9 +82,11 @@ expect_usage() {
     assert_success
     assert_output ran
     assert_stderr_empty
-    # the same with the default directory (no option chooses the backend)
+    # the same with the default directory (no option chooses the backend), a
+    # private one
+    private_run_lock
     BUFFERLOCK_TTL=abc BUFFERLOCK_NAMESPACE='' BUFFERLOCK_IO_TIMEOUT=nan \
-        run --separate-stderr bl "$K" echo ran
+        run --separate-stderr in_ns "$BL" "$K" echo ran
     assert_success
     assert_output ran
     assert_stderr_empty

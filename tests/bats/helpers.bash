@@ -25,17 +25,16 @@ bl() {
 
 common_setup() {
     [[ -x $BL ]] || fail "bufferlock binary not found or not executable: $BL (set BUFFERLOCK_BIN)"
-    # Isolate from the caller's environment: no BUFFERLOCK_* variable leaks in,
-    # and a test that forgets --dir never touches the real default directory.
+    # Isolate from the caller's environment: no BUFFERLOCK_* variable leaks in.
+    # (No variable moves the default lock directory: a test that uses it runs
+    # bufferlock in a mount namespace of its own, see private_run_lock.)
     local v
     for v in "${!BUFFERLOCK_@}"; do
         unset "$v"
     done
     unset REDISCLI_AUTH
-    export XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/xdg-runtime"
     # every process this test starts inherits this marker (see descendants)
     export BATS_BL_OWNER="$BATS_TEST_TMPDIR"
-    mkdir -m 0700 "$XDG_RUNTIME_DIR"
     D="$BATS_TEST_TMPDIR/locks"
     T="$BATS_TEST_TMPDIR"
     BG_PIDS_FILE="$BATS_TEST_TMPDIR/.bg-pids"
@@ -391,6 +390,32 @@ assert_no_crash() {
     if ((status >= 128 && status != 255)); then
         fail "bufferlock looks like it crashed: status $status"
     fi
+}
+
+# --- the default lock directory ------------------------------------------------
+
+# private_run_lock [--no-run-lock]: a mount namespace of this test's own, kept
+# by a background process (NS_PID, tracked), with an empty tmpfs on /run/lock
+# -- or, with --no-run-lock, on /run, so that /run/lock does not exist there.
+# bufferlock run through in_ns then takes its default lock directory there,
+# never the machine's.  RUN_LOCK is that /run/lock as seen from outside (read
+# and lock it from here as any directory).  Needs root.
+private_run_lock() {
+    is_root || skip "needs root for a mount namespace"
+    local on=/run/lock
+    [[ ${1:-} == --no-run-lock ]] && on=/run
+    unshare -m --propagation private \
+        sh -c 'mount -t tmpfs -o mode=1777 tmpfs "$1" && echo ready && exec sleep 600' sh "$on" \
+        </dev/null >"$T/ns.ready" 2>&1 3>&- &
+    NS_PID=$!
+    track_pid "$NS_PID"
+    poll_until 10 grep -qx ready "$T/ns.ready" || fail "no mount namespace: $(cat "$T/ns.ready")"
+    RUN_LOCK=/proc/$NS_PID/root/run/lock
+}
+
+# in_ns CMD...: CMD in the mount namespace of private_run_lock.
+in_ns() {
+    nsenter --mount --target "$NS_PID" -- "$@"
 }
 
 # --- running as another user --------------------------------------------------

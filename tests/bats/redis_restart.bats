@@ -91,6 +91,98 @@ assert_all_bufferlock_lines() {
 
 # --- errors that waiting cannot mend --------------------------------------------------
 
+# --- --wait inf and a server that never answered: the outage allowance ------------------
+
+# assert_ended_unreached TEXT SECONDS: TEXT (stderr) is the warning that it
+# keeps trying for SECONDS (as printed: 2.000), then the error that no answer
+# came in SECONDS.
+assert_ended_unreached() {
+    local err=$1 secs=$2
+    assert_all_bufferlock_lines "$err"
+    [[ $err == *"still trying, for up to ${secs}s"*"(--outage-allowance)"* ]] || fail "no warning with the allowance: $err"
+    [[ $err == *"no answer in ${secs}s of trying (--outage-allowance)"* ]] || fail "no error naming the allowance: $err"
+}
+
+@test "restart: cache (wait inf) on a port where no Redis ever answers: 69 after --outage-allowance, naming --fail-open" {
+    local port
+    port=$(free_port)
+    bl_timed cache --cache-dir "$T/cache" -r "redis://127.0.0.1:$port/0" --outage-allowance 2 "$K" -- echo hi
+    assert_failure 69
+    assert_output ""
+    assert_ended_unreached "$stderr" 2.000
+    [[ $stderr == *"Redis at redis://127.0.0.1:$port/0"*"--fail-open would build without the lock"* ]] ||
+        fail "the error does not name --fail-open: $stderr"
+    assert_elapsed_between "$MS" 1900 15000
+    # --fail-open is the way on: it builds at the first error
+    run --separate-stderr bl cache --cache-dir "$T/cache" -r "redis://127.0.0.1:$port/0" --fail-open "$K" -- echo hi
+    assert_success
+    assert_output hi
+}
+
+@test "restart: run, acquire and release -w inf, and a quorum, on servers that never answer end after the allowance" {
+    local port url
+    port=$(free_port)
+    url="redis://127.0.0.1:$port/0"
+    bl_timed -r "$url" -w inf --outage-allowance 1.5 "$K" touch "$T/ran"
+    assert_failure 69
+    assert_file_not_exists "$T/ran"
+    assert_ended_unreached "$stderr" 1.500
+    [[ $stderr != *"--fail-open"* ]] || fail "a run's error talks of a build: $stderr"
+    assert_elapsed_between "$MS" 1400 15000
+    # the variable sets it too
+    BUFFERLOCK_OUTAGE_ALLOWANCE=1 bl_timed acquire -r "$url" -w inf "$K"
+    assert_failure 69
+    assert_output ""
+    assert_ended_unreached "$stderr" 1.000
+    assert_elapsed_between "$MS" 900 15000
+    BUFFERLOCK_OUTAGE_ALLOWANCE=1 bl_timed release -r "$url" -w inf "$K" 0123456789abcdef0123456789abcdef
+    assert_failure 69
+    [[ $stderr == *"cannot release the lock"*"no answer in 1.000s"* ]] || fail "release stderr: $stderr"
+    assert_elapsed_between "$MS" 900 15000
+    # a quorum of three of which only one answers: no majority ever answered
+    start_redis_as ONE
+    bl_timed -r "$ONE_URL" -r "redis://127.0.0.1:$(free_port)/0" -r "$url" -w inf --outage-allowance 1 "$K" \
+        touch "$T/ran"
+    assert_failure 69
+    assert_file_not_exists "$T/ran"
+    assert_ended_unreached "$stderr" 1.000
+    assert_elapsed_between "$MS" 900 15000
+}
+
+@test "restart: without the option the allowance is 30 s: still waiting after 3 s, and the warning says so" {
+    local port
+    port=$(free_port)
+    bl_bg -r "redis://127.0.0.1:$port/0" -w inf "$K" touch "$T/ran"
+    sleep 3
+    pid_alive "$BG_PID" || fail "bufferlock -w inf gave up before the default allowance: $(cat "$T/bg.err")"
+    [[ $(cat "$T/bg.err") == *"still trying, for up to 30.000s"* ]] || fail "stderr: $(cat "$T/bg.err")"
+    kill -TERM "$BG_PID"
+    wait_for_exit "$BG_PID" 5 || fail "bufferlock did not end on SIGTERM"
+    assert_file_not_exists "$T/ran"
+}
+
+@test "restart: a server that answered once is ridden out for longer than the allowance" {
+    start_redis_as PRIV
+    # the waiter meets a held lock first: the server has answered it
+    run --separate-stderr bl acquire -r "$PRIV_URL" --ttl 60 "$K"
+    assert_success
+    bl_bg -r "$PRIV_URL" -w inf --outage-allowance 1 "$K" sh -c 'echo ran > "$0"' "$T/ran"
+    sleep 0.5
+    pid_alive "$BG_PID" || fail "the waiter ended: $(cat "$T/bg.err")"
+    # down for 3 s (the keys go with it), then back on the same port
+    stop_redis "$PRIV_PID"
+    sleep 3
+    pid_alive "$BG_PID" || fail "the waiter gave up on a server that had answered: $(cat "$T/bg.err")"
+    restart_redis PRIV
+    wait_for_exit "$BG_PID" 15 || fail "the waiter did not finish once Redis was back"
+    reap "$BG_PID"
+    assert_equal "$REAPED_STATUS" 0
+    assert_file_exists "$T/ran"
+    local err
+    err=$(cat "$T/bg.err")
+    [[ $err == *"still trying (--wait inf)"* && $err != *"outage-allowance"* ]] || fail "stderr: $err"
+}
+
 @test "restart: -w inf with a wrong password gives 69 at once, one line, no password shown" {
     start_redis_as AUTHED --requirepass right-secret
     local t0 ms

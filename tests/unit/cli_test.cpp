@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <map>
 #include <optional>
@@ -40,6 +42,33 @@ std::string usage_error(std::vector<std::string> words, const Env& env = {}) {
 }
 
 using Words = std::vector<std::string>;
+
+// A CA certificate that OpenSSL parses (self-signed, valid until 2126), in a
+// file of the test's own: an https store checks its --tls-ca as it is parsed.
+const std::string& test_ca_file() {
+  static const std::string path = [] {
+    char name[] = "/tmp/bufferlock-unit-ca-XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd < 0) return std::string("/nonexistent");
+    const std::string_view pem = "-----BEGIN CERTIFICATE-----\n"
+                                 "MIIBmjCCAUGgAwIBAgIUJSN5Rg6cXT9qkIVv9Fm+h3ApjYwwCgYIKoZIzj0EAwIw\n"
+                                 "IjEgMB4GA1UEAwwXYnVmZmVybG9jay11bml0LXRlc3QtY2EwIBcNMjYxMjA1MDAy\n"
+                                 "OTQ2WhgPMjEyNjExMTEwMDI5NDZaMCIxIDAeBgNVBAMMF2J1ZmZlcmxvY2stdW5p\n"
+                                 "dC10ZXN0LWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE7mVDGjKjnmngeS2o\n"
+                                 "k2eEsVgzFYheFTY3g1WYSZFWSOtVkDj7MH+CFPoBIrOhOB3J+sBurdVAiq/E5s8j\n"
+                                 "27SkraNTMFEwHQYDVR0OBBYEFFJPA7C4Xpva6iq9ukh2TPABTX5TMB8GA1UdIwQY\n"
+                                 "MBaAFFJPA7C4Xpva6iq9ukh2TPABTX5TMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZI\n"
+                                 "zj0EAwIDRwAwRAIgASi6c+rVr9t/OjepMVO5LQatI+YIHFKJtgngxM9UmhQCIAKc\n"
+                                 "/XqRb8clw/2fE5akMrcuRrzB79CeDvHvM35U4hAu\n"
+                                 "-----END CERTIFICATE-----\n";
+    const bool written = write(fd, pem.data(), pem.size()) == static_cast<ssize_t>(pem.size());
+    close(fd);
+    return written ? std::string(name) : std::string("/nonexistent");
+  }();
+  static const int removed_at_exit = std::atexit([] { unlink(test_ca_file().c_str()); });
+  (void)removed_at_exit;
+  return path;
+}
 
 } // namespace
 
@@ -209,6 +238,24 @@ TEST(Cli, RedisUrlPasswordAndEnvironment) {
   EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}, cli_only).redis.password, "from-cli");
   Env bad_ttl{{{"BUFFERLOCK_TTL", "0"}}};
   EXPECT_NE(usage_error({"-r", "redis://h", "k", "true"}, bad_ttl).find("BUFFERLOCK_TTL"), std::string::npos);
+}
+
+// How long an infinite wait retries a server that never answered (SPEC §7).
+TEST(Cli, OutageAllowanceDefaultOptionEnvironment) {
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}).redis.outage_allowance, Nanos(30s));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "2.5", "k", "true"}).redis.outage_allowance,
+            Nanos(2500ms));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "inf", "k", "true"}).redis.outage_allowance,
+            infinite_duration);
+  Env env{{{"BUFFERLOCK_OUTAGE_ALLOWANCE", "5"}}};
+  EXPECT_EQ(parse({"-r", "redis://h", "k", "true"}, env).redis.outage_allowance, Nanos(5s));
+  EXPECT_EQ(parse({"-r", "redis://h", "--outage-allowance", "1", "k", "true"}, env).redis.outage_allowance,
+            Nanos(1s));
+  Env bad{{{"BUFFERLOCK_OUTAGE_ALLOWANCE", "soon"}}};
+  EXPECT_NE(usage_error({"-r", "redis://h", "k", "true"}, bad).find("BUFFERLOCK_OUTAGE_ALLOWANCE"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"-d", "/tmp", "--outage-allowance", "1", "k", "true"}).find("--outage-allowance"),
+            std::string::npos);
 }
 
 TEST(Cli, RedisUrlErrorsNeverShowThePassword) {
@@ -586,7 +633,7 @@ TEST(CliLease, AnExplicitValueThatDoesNotFitIsAUsageError) {
 
 TEST(Cli, HttpStoreUrlAndItsOptions) {
   const Options o = parse({"cache", "--store", "https://u:p%40ss@cache.example:8443/ci", "--store-timeout", "2.5",
-                           "--store-token-file", "T", "--tls-ca", "CA", "k", "true"});
+                           "--store-token-file", "T", "--tls-ca", test_ca_file(), "k", "true"});
   EXPECT_EQ(o.cache.store, CacheStoreKind::http);
   EXPECT_EQ(o.cache.store_url.base, "https://cache.example:8443/ci/");
   EXPECT_EQ(o.cache.store_url.user, "u");
@@ -594,7 +641,7 @@ TEST(Cli, HttpStoreUrlAndItsOptions) {
   EXPECT_EQ(o.cache.store_url.display, "https://u:***@cache.example:8443/ci");
   EXPECT_EQ(o.cache.store_timeout, 2500ms);
   EXPECT_EQ(o.cache.store_token_file, "T");
-  EXPECT_EQ(o.redis.tls.ca, "CA");
+  EXPECT_EQ(o.redis.tls.ca, test_ca_file());
   EXPECT_EQ(o.backend, Backend::file); // the lock: the file lock without -r
   EXPECT_FALSE(o.cache.max_entry_given);
   Env env;
@@ -620,5 +667,12 @@ TEST(Cli, HttpStoreBadInput) {
             "--store-token-file needs an http:// or https:// --store");
   EXPECT_EQ(usage_error({"cache", "--tls-ca", "CA", "k", "true"}),
             "--tls-ca needs a rediss:// URL or an https:// --store");
+  // An https store's CA file is read and parsed as rediss:// has it (SPEC §12).
+  EXPECT_EQ(usage_error({"cache", "--store", "https://h/x", "--tls-ca", "/nonexistent/ca.pem", "k", "true"}),
+            "TLS: --tls-ca /nonexistent/ca.pem: No such file or directory");
+  Env ca_env;
+  ca_env.vars = {{"BUFFERLOCK_TLS_CA", "/nonexistent/ca.pem"}};
+  EXPECT_NE(usage_error({"cache", "--store", "https://h/x", "k", "true"}, ca_env).find("/nonexistent/ca.pem"),
+            std::string::npos);
   EXPECT_NE(usage_error({"cache", "--store", "http://h", "--store-timeout", "abc", "k", "true"}), "(no error)");
 }

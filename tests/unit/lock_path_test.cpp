@@ -1,5 +1,6 @@
 #include "lock/file_lock.hpp"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -13,9 +14,14 @@ TEST(LockPath, Md5OfTheKeyBytes) {
 }
 
 TEST(LockPath, DefaultDirectory) {
-  EXPECT_EQ(default_lock_dir("/run/user/1000"), "/run/user/1000/bufferlock");
-  EXPECT_EQ(default_lock_dir(""), "/tmp/bufferlock-" + std::to_string(geteuid()));
-  EXPECT_EQ(default_lock_dir(nullptr), "/tmp/bufferlock-" + std::to_string(geteuid()));
+  const std::string uid = std::to_string(geteuid());
+  char made[] = "/tmp/bufferlock-unit-XXXXXX";
+  ASSERT_NE(mkdtemp(made), nullptr);
+  const std::string run_lock = made;
+  EXPECT_EQ(default_lock_dir(run_lock), run_lock + "/bufferlock-" + uid);
+  EXPECT_EQ(default_lock_dir(run_lock + "/missing"), "/tmp/bufferlock-" + uid);
+  EXPECT_EQ(default_lock_dir(""), "/tmp/bufferlock-" + uid);
+  rmdir(made);
 }
 
 TEST(LockPath, DescribesHolders) {
