@@ -108,7 +108,6 @@ public:
         all += x;
       }
     }
-    if (walk_ && walk_->record) walk_->record->seal();
     return checksum128(all);
   }
 
@@ -125,18 +124,10 @@ private:
     return fail(path, err);
   }
 
-  // A hash of `bytes` at the place `place` (a walk's bookkeeping only).
-  std::uint64_t mixed(std::uint64_t place, std::string_view bytes) {
-    scratch_.clear();
-    put_le<std::uint64_t>(scratch_, place);
-    scratch_ += bytes;
-    return checksum(scratch_);
-  }
-
   // The entry at `place` whose record is `record` was seen (shown as `shown()`).
   template <class Shown>
   void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
-    const std::uint64_t entry = mixed(place, record);
+    const std::uint64_t entry = checksum(record, place);
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
   }
@@ -297,7 +288,7 @@ private:
       UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!subfd) return fail(sub, errno);
       Digest128 dd;
-      if (!directory(subfd, sub, walk_ ? mixed(place, name) : 0, dd)) return false;
+      if (!directory(subfd, sub, walk_ ? checksum(name, place) : 0, dd)) return false;
       list += 'd';
       put_digest(list, dd);
     } else {
@@ -312,7 +303,6 @@ private:
   InputsWalk* walk_; // null: no bookkeeping asked for
   Excludes excludes_; // of the directory being walked
   std::vector<const char*> components_; // the path of the entry looked at, from that directory
-  std::string scratch_;
   std::vector<char> buf_;
   std::optional<SysError> error_;
 };
@@ -327,11 +317,16 @@ void InputsTrail::add(std::uint64_t entry) {
     return;
   }
   seen_.push_back(entry);
+  sorted_ = false;
 }
 
-void InputsTrail::seal() { std::sort(seen_.begin(), seen_.end()); }
-
-bool InputsTrail::has(std::uint64_t entry) const { return std::binary_search(seen_.begin(), seen_.end(), entry); }
+bool InputsTrail::has(std::uint64_t entry) const {
+  if (!sorted_) {
+    std::sort(seen_.begin(), seen_.end());
+    sorted_ = true;
+  }
+  return std::binary_search(seen_.begin(), seen_.end(), entry);
+}
 
 std::variant<Digest128, SysError> inputs_digest(const std::vector<std::string>& paths, StatCache& stats,
                                                 const InputsRules& rules, InputsWalk* walk) {

@@ -43,19 +43,19 @@ public:
   static constexpr std::size_t max_entries = std::size_t{1} << 21; // 16 MiB
 
   void add(std::uint64_t entry);
-  // Done adding: sorted for has().
-  void seal();
   bool has(std::uint64_t entry) const;
   bool complete() const { return complete_; }
 
 private:
-  std::vector<std::uint64_t> seen_;
+  // Sorted by the first has(): a hit, which never asks, pays no sort.
+  mutable std::vector<std::uint64_t> seen_;
+  mutable bool sorted_ = true;
   bool complete_ = true;
 };
 
 // The bookkeeping a walk may do besides the digest.
 struct InputsWalk {
-  InputsTrail* record = nullptr;      // filled and sealed: what this walk saw
+  InputsTrail* record = nullptr;      // filled: what this walk saw
   const InputsTrail* since = nullptr; // complete: compared with what this walk sees
   // With `since`: the first path this walk saw that `since` did not (an
   // entry before the directory holding it: a changed or added entry, or the
