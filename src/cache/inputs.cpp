@@ -125,8 +125,7 @@ private:
   }
 
   // The entry at `place` whose record is `record` was seen (shown as `shown()`).
-  template <class Shown>
-  void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
+  template <class Shown> void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
     const std::uint64_t entry = checksum(record, place);
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
@@ -300,8 +299,8 @@ private:
 
   StatCache& stats_;
   const InputsRules& rules_;
-  InputsWalk* walk_; // null: no bookkeeping asked for
-  Excludes excludes_; // of the directory being walked
+  InputsWalk* walk_;                    // null: no bookkeeping asked for
+  Excludes excludes_;                   // of the directory being walked
   std::vector<const char*> components_; // the path of the entry looked at, from that directory
   std::vector<char> buf_;
   std::optional<SysError> error_;

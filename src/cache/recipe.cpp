@@ -94,7 +94,8 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
 
 // Whether the inputs differ now from `before` (whose walk left `trail`), or
 // cannot be read now: the first path that did (empty when none can be named).
-std::optional<std::string> inputs_changed(const Options& o, const Digest128& before, const InputsTrail& trail) {
+std::optional<std::string> inputs_changed(const Options& o, const Digest128& before,
+                                          const InputsTrail& trail) {
   CacheStore files(cache_dir_of(o));
   InputsWalk walk;
   if (trail.complete()) walk.since = &trail;
@@ -128,8 +129,8 @@ void warn_not_stored(const Options& o, const EntryStore& store, const std::strin
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail, Lock* lock,
-          const std::optional<SysError>& unusable, const CachedEntry* fallback) {
+int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
+          Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
   std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
   // --max-entry: not stored, one warning of its own naming the stored size.

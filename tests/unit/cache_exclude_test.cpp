@@ -122,7 +122,7 @@ TEST(Exclude, PathInsideNormalisesByWords) {
   EXPECT_EQ(path_inside("..", "out", "/w/p"), "p/out");
   EXPECT_EQ(path_inside("a/../b", "b//c/./d", "/w"), "c/d");
   EXPECT_EQ(path_inside("/", "/x", "/w"), "x");
-  EXPECT_FALSE(path_inside(".", ".", "/w/p"));       // the root itself is not inside
+  EXPECT_FALSE(path_inside(".", ".", "/w/p"));        // the root itself is not inside
   EXPECT_FALSE(path_inside("src", "srcx/a", "/w/p")); // a prefix of a name is not a directory
   EXPECT_FALSE(path_inside("src", "../p2/src/a", "/w/p"));
   EXPECT_FALSE(path_inside("src/a", "src", "/w/p"));

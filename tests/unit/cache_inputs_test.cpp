@@ -235,7 +235,8 @@ TEST_F(InputsTest, ExcludesLeaveOutAndArePartOfTheDigest) {
   EXPECT_NE(with, none);
   sh("printf changed >t/s/a.o && printf more >t/build/y && rm t/build/x");
   EXPECT_EQ(digest({"t"}, rules), with);
-  EXPECT_EQ(digest({"t"}, InputsRules{{"build/", "*.o", "*.o"}, {}}), with); // a set: order and repeats do not count
+  // A set: order and repeats do not count.
+  EXPECT_EQ(digest({"t"}, InputsRules{{"build/", "*.o", "*.o"}, {}}), with);
   sh("printf changed >t/a.c");
   EXPECT_NE(digest({"t"}, rules), with);
 }
