@@ -198,6 +198,7 @@ complete -c bufferlock -n $cache -l drop -d 'remove KEY\'s entries, for any inpu
 complete -c bufferlock -n $cache -l gc -d 'remove expired and corrupt entries, abandoned temporary files'
 complete -c bufferlock -n $cache -l max-size -x -d 'with --gc: remove the oldest entries until the store is under SIZE'
 complete -c bufferlock -n $cache -l depends -rF -d 'the entry also depends on what PATH holds'
+complete -c bufferlock -n $cache -l exclude -x -d 'leave paths matching PATTERN out of each --depends directory'
 complete -c bufferlock -n $cache -l output -rF -d 'store the file or directory PATH with the entry'
 complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits replay it'
 complete -c bufferlock -n $cache -l compress -d 'file store: store stdout and stderr compressed with zstd'

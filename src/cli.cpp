@@ -19,6 +19,7 @@
 
 #include "argv_scan.hpp"
 #include "cache/depends.hpp"
+#include "cache/exclude.hpp"
 #include "http/url.hpp"
 #include "redis/url.hpp"
 #include "help.hpp"
@@ -85,6 +86,7 @@ enum class Opt {
   drop,
   gc,
   depends,
+  exclude,
   output,
   keep_stderr,
   sign_key,
@@ -127,7 +129,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 53> option_table = {{
+constexpr std::array<OptionDecl, 54> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -208,6 +210,10 @@ constexpr std::array<OptionDecl, 53> option_table = {{
     {Opt::depends, "--depends", "PATH", g_cache,
      "the entry also depends on what PATH holds (a file's bytes, a directory's tree, or that it is "
      "missing): one entry per input state (repeatable)",
+     "", "", Scope::cache},
+    {Opt::exclude, "--exclude", "PATTERN", g_cache,
+     "leave out of each --depends directory the paths PATTERN matches, gitignore-style: *.o, build/, "
+     "**/node_modules, /top (repeatable; .git and --output PATHs are always left out)",
      "", "", Scope::cache},
     {Opt::output, "--output", "PATH", g_cache,
      "after a successful build, store the file or directory PATH with the entry; hits put it in place "
@@ -479,6 +485,11 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     if (auto why = bad_depends_path(value))
       usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
     o.cache.depends.emplace_back(value);
+    break;
+  case Opt::exclude:
+    if (auto why = bad_exclude_pattern(value))
+      usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
+    o.cache.excludes.emplace_back(value);
     break;
   case Opt::output:
     if (auto why = bad_output_path(value))
@@ -1115,6 +1126,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
     if (c.background && !c.stale)
       usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
+    if (!c.excludes.empty() && c.depends.empty())
+      usage(Msg::usage_option_needs, {{"option", "--exclude"}, {"value", "--depends"}});
     if (c.max_size && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-size"}, {"value", "--gc"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});

@@ -69,6 +69,7 @@ struct CacheSettings {
   bool force = false;                          // rebuild even when fresh
   bool keep_stderr = false;                    // store stderr too, replay it on hits
   std::vector<std::string> depends;            // --depends PATH...
+  std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories
   std::vector<std::string> outputs;            // --output PATH...: files the build makes
   std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)

@@ -136,6 +136,8 @@ namespace bufferlock {
     "built from other inputs")                                                                               \
   X(cache_inputs_unreadable, "cannot read %{path}, a dependency of '%{key}': %{error}")                      \
   X(cache_inputs_changed, "output of '%{key}' not stored: its dependencies changed during the build")       \
+  X(cache_inputs_changed_at,                                                                                 \
+    "output of '%{key}' not stored: its dependencies changed during the build (first: %{path})")            \
   X(cache_output_missing, "--output %{path} of '%{key}' is missing after the build; nothing stored")        \
   X(cache_output_refused, "ignoring the cache entry of '%{key}' (%{where}): its outputs: %{error}; rebuilding it") \
   X(cache_redis_entry_corrupt, "ignoring the cache entry of '%{key}' (%{server}): %{error}; rebuilding it")  \

@@ -1,5 +1,7 @@
 #include "cache/inputs.hpp"
 
+#include "cache/exclude.hpp"
+
 #include "util/clock.hpp"
 #include "util/fd.hpp"
 #include "util/le.hpp"
@@ -22,7 +24,7 @@ namespace {
 
 constexpr std::size_t read_size = 128 * 1024;      // when a file cannot be mapped
 constexpr std::uint64_t map_window = 4 * 1024 * 1024; // at most this much mapped at once
-constexpr int max_depth = 256;
+constexpr std::size_t max_depth = 256;
 
 void put_digest(std::string& out, const Digest128& d) {
   put_le<std::uint64_t>(out, d.high);
@@ -76,14 +78,36 @@ bool same_file(const struct stat& a, const struct stat& b) {
          a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
+// `parent`/`name` as a message shows it ("./x/y" as "x/y").
+std::string joined(std::string_view parent, std::string_view name) {
+  while (parent.size() >= 2 && parent.substr(0, 2) == "./")
+    parent.remove_prefix(2);
+  std::string path(parent == "." ? "" : parent);
+  if (!path.empty() && path.back() != '/') path += '/';
+  path += name;
+  return path;
+}
+
 class Hasher {
 public:
-  explicit Hasher(StatCache& stats) : stats_(stats) {}
+  Hasher(StatCache& stats, const InputsRules& rules, InputsWalk* walk)
+      : stats_(stats), rules_(rules), walk_(walk && (walk->record || walk->since) ? walk : nullptr) {}
 
   std::variant<Digest128, SysError> run(const std::vector<std::string>& paths) {
     std::string all = "bufferlock inputs 1\n";
     for (const auto& p : paths)
       if (!top(p, all)) return *error_;
+    if (!rules_.excludes.empty()) {
+      // Only then: the digests of inputs without --exclude stay what they were.
+      std::vector<std::string> sorted = rules_.excludes;
+      std::sort(sorted.begin(), sorted.end());
+      sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+      all += 'X';
+      for (const auto& x : sorted) {
+        put_le<std::uint32_t>(all, static_cast<std::uint32_t>(x.size()));
+        all += x;
+      }
+    }
     return checksum128(all);
   }
 
@@ -100,8 +124,34 @@ private:
     return fail(path, err);
   }
 
+  // The entry at `place` whose record is `record` was seen (shown as `shown()`).
+  template <class Shown> void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
+    const std::uint64_t entry = checksum(record, place);
+    if (walk_->record) walk_->record->add(entry);
+    if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
+  }
+
+  // What the directory `path` leaves out: --exclude, and the --output PATHs inside it.
+  void rules_for(const std::string& path) {
+    excludes_ = Excludes();
+    for (const auto& x : rules_.excludes)
+      excludes_.add_pattern(x);
+    if (rules_.outputs.empty()) return;
+    char cwd[PATH_MAX];
+    if (!::getcwd(cwd, sizeof cwd)) return; // none found inside: they count as inputs
+    for (const auto& output : rules_.outputs)
+      if (auto rel = path_inside(path, output, cwd)) excludes_.add_path(*rel);
+  }
+
   // One --depends PATH, appended to `out`.
   bool top(const std::string& path, std::string& out) {
+    const std::size_t start = out.size();
+    if (!top_record(path, out)) return false;
+    if (walk_) saw(checksum(path), std::string_view(out).substr(start), [&] { return path; });
+    return true;
+  }
+
+  bool top_record(const std::string& path, std::string& out) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
       if (errno == ENOENT || errno == ENOTDIR) {
@@ -118,8 +168,9 @@ private:
     } else if (S_ISDIR(st.st_mode)) {
       UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!fd) return fail(path, errno);
+      rules_for(path);
       Digest128 d;
-      if (!directory(fd, path, 0, d)) return false;
+      if (!directory(fd, path, walk_ ? checksum(path) : 0, d)) return false;
       out += 'D';
       put_digest(out, d);
     } else {
@@ -168,9 +219,10 @@ private:
   }
 
 
-  // A directory's digest: its entries in byte order of their names.
-  bool directory(const UniqueFd& fd, const std::string& path, int depth, Digest128& out) {
-    if (depth >= max_depth) return fail(path, ELOOP);
+  // A directory's digest: its entries in byte order of their names. `place`:
+  // where it is, for the walk's bookkeeping; its depth is components_.size().
+  bool directory(const UniqueFd& fd, const std::string& path, std::uint64_t place, Digest128& out) {
+    if (components_.size() >= max_depth) return fail(path, ELOOP);
     const int copy = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0);
     if (copy < 0) return fail(path, errno);
     DIR* d = ::fdopendir(copy);
@@ -183,7 +235,8 @@ private:
     errno = 0;
     while (const dirent* e = ::readdir(d)) {
       const std::string_view n = e->d_name;
-      if (n != "." && n != "..") names.emplace_back(n);
+      // .git: a clone's own history, hooks and index, never the same twice.
+      if (n != "." && n != ".." && n != ".git") names.emplace_back(n);
     }
     const int read_err = errno;
     ::closedir(d);
@@ -197,48 +250,86 @@ private:
         if (errno == ENOENT) continue; // removed while we looked: not there
         return fail(path, name, errno);
       }
-      put_le<std::uint32_t>(list, static_cast<std::uint32_t>(name.size()));
-      list += name;
-      if (S_ISREG(st.st_mode)) {
-        Digest128 dd;
-        if (!file(fd.get(), name.c_str(), path, name, st, dd)) return false;
-        list += 'f';
-        list += (st.st_mode & S_IXUSR) ? 'x' : '-';
-        put_digest(list, dd);
-      } else if (S_ISLNK(st.st_mode)) {
-        char target[PATH_MAX];
-        const ssize_t n = ::readlinkat(fd.get(), name.c_str(), target, sizeof target);
-        if (n < 0) return fail(path, name, errno);
-        list += 'l';
-        put_le<std::uint32_t>(list, static_cast<std::uint32_t>(n));
-        list.append(target, static_cast<std::size_t>(n));
-      } else if (S_ISDIR(st.st_mode)) {
-        std::string sub = path;
-        sub += '/';
-        sub += name;
-        UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!subfd) return fail(sub, errno);
-        Digest128 dd;
-        if (!directory(subfd, sub, depth + 1, dd)) return false;
-        list += 'd';
-        put_digest(list, dd);
-      } else {
-        list += 'o';
-      }
+      // The entry's place among the components while it is looked at.
+      components_.push_back(name.c_str());
+      const bool left_out = !excludes_.empty() && excludes_.excludes(components_, S_ISDIR(st.st_mode));
+      const bool ok = left_out || entry(fd, path, place, name, st, list);
+      components_.pop_back();
+      if (!ok) return false;
     }
     out = checksum128(list);
     return true;
   }
 
+  // The record of the entry `name` of the directory `path` (open as `fd`), appended to `list`.
+  bool entry(const UniqueFd& fd, const std::string& path, std::uint64_t place, const std::string& name,
+             const struct stat& st, std::string& list) {
+    const std::size_t start = list.size();
+    put_le<std::uint32_t>(list, static_cast<std::uint32_t>(name.size()));
+    list += name;
+    if (S_ISREG(st.st_mode)) {
+      Digest128 dd;
+      if (!file(fd.get(), name.c_str(), path, name, st, dd)) return false;
+      list += 'f';
+      list += (st.st_mode & S_IXUSR) ? 'x' : '-';
+      put_digest(list, dd);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      const ssize_t n = ::readlinkat(fd.get(), name.c_str(), target, sizeof target);
+      if (n < 0) return fail(path, name, errno);
+      list += 'l';
+      put_le<std::uint32_t>(list, static_cast<std::uint32_t>(n));
+      list.append(target, static_cast<std::size_t>(n));
+    } else if (S_ISDIR(st.st_mode)) {
+      std::string sub = path;
+      sub += '/';
+      sub += name;
+      UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!subfd) return fail(sub, errno);
+      Digest128 dd;
+      if (!directory(subfd, sub, walk_ ? checksum(name, place) : 0, dd)) return false;
+      list += 'd';
+      put_digest(list, dd);
+    } else {
+      list += 'o';
+    }
+    if (walk_) saw(place, std::string_view(list).substr(start), [&] { return joined(path, name); });
+    return true;
+  }
+
   StatCache& stats_;
+  const InputsRules& rules_;
+  InputsWalk* walk_;                    // null: no bookkeeping asked for
+  Excludes excludes_;                   // of the directory being walked
+  std::vector<const char*> components_; // the path of the entry looked at, from that directory
   std::vector<char> buf_;
   std::optional<SysError> error_;
 };
 
 } // namespace
 
-std::variant<Digest128, SysError> inputs_digest(const std::vector<std::string>& paths, StatCache& stats) {
-  return Hasher(stats).run(paths);
+void InputsTrail::add(std::uint64_t entry) {
+  if (!complete_) return;
+  if (seen_.size() >= max_entries) {
+    complete_ = false;
+    seen_ = {};
+    return;
+  }
+  seen_.push_back(entry);
+  sorted_ = false;
+}
+
+bool InputsTrail::has(std::uint64_t entry) const {
+  if (!sorted_) {
+    std::sort(seen_.begin(), seen_.end());
+    sorted_ = true;
+  }
+  return std::binary_search(seen_.begin(), seen_.end(), entry);
+}
+
+std::variant<Digest128, SysError> inputs_digest(const std::vector<std::string>& paths, StatCache& stats,
+                                                const InputsRules& rules, InputsWalk* walk) {
+  return Hasher(stats, rules, walk).run(paths);
 }
 
 } // namespace bufferlock

@@ -105,21 +105,27 @@ std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
 // cache directory, which is written back when it learnt something.
 std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
 
-std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files) {
+// `walk`: what the walk records or compares besides the digest.
+std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files, InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
   StatCache stats(files.dir());
-  auto d = inputs_digest(o.cache.depends, stats);
+  auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   if (stats.dirty() && !files.prepare()) stats.save(); // failing costs only a re-read next time
   return Inputs(std::get<Digest128>(d));
 }
 
-// Whether the inputs differ now from `before` (or cannot be read now).
-bool inputs_changed(const Options& o, const Digest128& before) {
+// Whether the inputs differ now from `before` (whose walk left `trail`), or
+// cannot be read now: the first path that did (empty when none can be named).
+std::optional<std::string> inputs_changed(const Options& o, const Digest128& before,
+                                          const InputsTrail& trail) {
   CacheStore files(cache_dir_of(o));
-  const auto now = compute_inputs(o, files);
-  const auto* d = std::get_if<Inputs>(&now);
-  return !d || *d != before;
+  InputsWalk walk;
+  if (trail.complete()) walk.since = &trail;
+  const auto now = compute_inputs(o, files, &walk);
+  if (const auto* e = std::get_if<SysError>(&now)) return e->path;
+  if (std::get<Inputs>(now) == before) return std::nullopt;
+  return walk.first_new;
 }
 
 // The options the build lock is taken with: one lock per KEY and inputs, so
@@ -154,8 +160,8 @@ void warn_not_stored(const Options& o, const EntryStore& store, const std::strin
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock* lock,
-          const std::optional<SysError>& unusable, const CachedEntry* fallback) {
+int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
+          Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
   std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
   // --max-entry: not stored, one warning of its own naming the stored size.
@@ -209,11 +215,16 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
     }
   }
   if (status == 0) {
-    if (writer && inputs && inputs_changed(o, *inputs)) {
-      // The output may come from the new inputs: filed under the old ones it
-      // would serve the wrong state. Not stored; the next caller builds.
-      diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
-      writer.reset();
+    if (writer && inputs) {
+      if (const auto changed = inputs_changed(o, *inputs, trail)) {
+        // The output may come from the new inputs: filed under the old ones it
+        // would serve the wrong state. Not stored; the next caller builds.
+        if (changed->empty())
+          diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
+        else
+          diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
+        writer.reset();
+      }
     }
     if (writer && !o.cache.outputs.empty()) {
       if (auto e = store_outputs(o, *writer)) {
@@ -270,7 +281,8 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, Lock*
 // rebuilds while the caller serves the stale entry at once. The child keeps
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
-void rebuild_in_background(const Options& o, const EntryStore& store, const Inputs& inputs, Lock& lock,
+void rebuild_in_background(const Options& o, const EntryStore& store, const Inputs& inputs,
+                           const InputsTrail& trail, Lock& lock,
                            const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
@@ -282,7 +294,7 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, inputs, &lock, unusable, nullptr));
+  ::_exit(build(o, store, inputs, trail, &lock, unusable, nullptr));
 }
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
@@ -502,8 +514,11 @@ int cache_main(const Options& o) {
   }
 
   Inputs inputs;
+  InputsTrail trail; // what the build's inputs were, to name one that changes during it
   {
-    auto computed = compute_inputs(o, files);
+    InputsWalk walk;
+    walk.record = &trail;
+    auto computed = compute_inputs(o, files, &walk);
     if (auto* e = std::get_if<SysError>(&computed)) {
       diag::error(message(Msg::cache_inputs_unreadable,
                           {{"path", e->path}, {"key", display_key(o.key)}, {"error", e->reason}}));
@@ -554,10 +569,11 @@ int cache_main(const Options& o) {
       const Restored r = o.cache.background ? restore(o, store, found.entry) : Restored{false, 0};
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
-        rebuild_in_background(o, store, inputs, *lock, unusable);
+        rebuild_in_background(o, store, inputs, trail, *lock, unusable);
         return serve(o, store, found.entry);
       }
-      return build(o, store, inputs, lock.get(), unusable, o.cache.stale_if_error ? &found.entry : nullptr);
+      return build(o, store, inputs, trail, lock.get(), unusable,
+                   o.cache.stale_if_error ? &found.entry : nullptr);
     }
   }
 
@@ -612,7 +628,7 @@ int cache_main(const Options& o) {
   if (o.cache.stale_if_error && found.state != LookupState::found)
     found = store.newest(o.key, o.cache.outputs);
   const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
-  return build(o, store, inputs, lock.get(), unusable, fall_back ? &found.entry : nullptr);
+  return build(o, store, inputs, trail, lock.get(), unusable, fall_back ? &found.entry : nullptr);
 }
 
 } // namespace bufferlock

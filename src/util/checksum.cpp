@@ -28,6 +28,10 @@ std::uint64_t Checksum::digest() const { return XXH3_64bits_digest(state(state_)
 
 std::uint64_t checksum(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
 
+std::uint64_t checksum(std::string_view data, std::uint64_t seed) {
+  return XXH3_64bits_withSeed(data.data(), data.size(), seed);
+}
+
 namespace {
 Digest128 from_xxh(XXH128_hash_t h) { return {h.high64, h.low64}; }
 } // namespace

@@ -24,6 +24,8 @@ private:
 };
 
 std::uint64_t checksum(std::string_view data);
+// The same with a seed: a hash of `data` in the place `seed` names.
+std::uint64_t checksum(std::string_view data, std::uint64_t seed);
 
 // A 128-bit digest: XXH3-128's high and low halves.
 struct Digest128 {

@@ -37,12 +37,14 @@ protected:
 
   void sh(const std::string& script) { ASSERT_EQ(std::system(("cd " + dir_ + " && " + script).c_str()), 0); }
 
-  Digest128 digest(const std::vector<std::string>& rel) {
+  // The digest of `rel` (below dir_) with `rules`, and what `walk` does.
+  Digest128 digest(const std::vector<std::string>& rel, const InputsRules& rules = {},
+                   InputsWalk* walk = nullptr) {
     std::vector<std::string> paths;
     for (const auto& p : rel)
       paths.push_back(dir_ + "/" + p);
     StatCache stats(dir_ + "/cache");
-    auto d = inputs_digest(paths, stats);
+    auto d = inputs_digest(paths, stats, rules, walk);
     EXPECT_TRUE(std::holds_alternative<Digest128>(d));
     if (!std::holds_alternative<Digest128>(d)) return {};
     stats.save();
@@ -204,4 +206,71 @@ TEST_F(InputsTest, AFileTruncatedWhileHashedIsNoCrash) {
     EXPECT_TRUE(std::holds_alternative<Digest128>(d) || std::holds_alternative<SysError>(d));
     EXPECT_FALSE(stats.dirty()); // changed under the read (or racy): no record
   }
+}
+
+// Pinned: a tree without .git, excludes or outputs inside keeps the digest
+// entries were stored under before any of them existed.
+TEST_F(InputsTest, ATreeWithoutGitKeepsItsDigest) {
+  sh("mkdir -p t/s && printf a >t/a && printf b >t/s/b && chmod +x t/a && ln -s a t/l");
+  EXPECT_EQ(digest({"t"}).hex(), "7ce6ce8addeede246e4824303e5ee63a");
+  EXPECT_EQ(digest({"t"}, InputsRules{{}, {"elsewhere/out"}}).hex(), "7ce6ce8addeede246e4824303e5ee63a");
+}
+
+TEST_F(InputsTest, GitAtAnyDepthIsLeftOut) {
+  sh("mkdir -p t/s && printf a >t/a && printf b >t/s/b");
+  const Digest128 plain = digest({"t"});
+  sh("mkdir -p t/.git/objects && printf x >t/.git/HEAD && printf 'gitdir: /x\n' >t/s/.git");
+  EXPECT_EQ(digest({"t"}), plain);
+  sh("printf y >t/.git/HEAD && rm t/s/.git && mkdir t/s/.git");
+  EXPECT_EQ(digest({"t"}), plain);
+  sh("printf g >t/.gitignore");
+  EXPECT_NE(digest({"t"}), plain);
+}
+
+TEST_F(InputsTest, ExcludesLeaveOutAndArePartOfTheDigest) {
+  sh("mkdir -p t/s t/build && printf a >t/a.c && printf o >t/s/a.o && printf b >t/build/x");
+  const Digest128 none = digest({"t"});
+  const InputsRules rules{{"*.o", "build/"}, {}};
+  const Digest128 with = digest({"t"}, rules);
+  EXPECT_NE(with, none);
+  sh("printf changed >t/s/a.o && printf more >t/build/y && rm t/build/x");
+  EXPECT_EQ(digest({"t"}, rules), with);
+  // A set: order and repeats do not count.
+  EXPECT_EQ(digest({"t"}, InputsRules{{"build/", "*.o", "*.o"}, {}}), with);
+  sh("printf changed >t/a.c");
+  EXPECT_NE(digest({"t"}, rules), with);
+}
+
+TEST_F(InputsTest, OutputsInsideADirectoryAreLeftOut) {
+  sh("mkdir -p t && printf a >t/a.c");
+  const InputsRules rules{{}, {dir_ + "/t/build", dir_ + "/elsewhere"}};
+  const Digest128 before = digest({"t"}, rules);
+  EXPECT_EQ(before, digest({"t"}));
+  sh("mkdir -p t/build && printf o >t/build/o");
+  EXPECT_EQ(digest({"t"}, rules), before);
+  EXPECT_NE(digest({"t"}), before);
+}
+
+TEST_F(InputsTest, AWalkNamesTheFirstEntryThatChanged) {
+  sh("mkdir -p t/s t/u && printf a >t/a && printf b >t/s/b && printf c >t/u/c");
+  InputsTrail trail;
+  InputsWalk first;
+  first.record = &trail;
+  const Digest128 before = digest({"t"}, {}, &first);
+  ASSERT_TRUE(trail.complete());
+  const auto first_new = [&] {
+    InputsWalk again;
+    again.since = &trail;
+    digest({"t"}, {}, &again);
+    return again.first_new;
+  };
+  EXPECT_EQ(first_new(), "");
+  sh("printf B >t/s/b && printf C >t/u/c");
+  EXPECT_EQ(first_new(), dir_ + "/t/s/b"); // names in byte order, an entry before its directory
+  sh("printf b >t/s/b && printf c >t/u/c && printf n >t/u/new");
+  EXPECT_EQ(first_new(), dir_ + "/t/u/new");
+  sh("rm t/u/new t/u/c");
+  EXPECT_EQ(first_new(), dir_ + "/t/u"); // removed: its directory
+  sh("printf c >t/u/c");
+  EXPECT_EQ(digest({"t"}, {}), before);
 }
