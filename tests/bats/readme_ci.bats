@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# The README's "CI recipe", run as written: its job step from two clones of
+# one project (own HOME each) against a redis-server and an nginx (WebDAV) of
+# this file's own, the servers given through the variables the README names;
+# then its crontab line cleaning the store.
+
+bats_require_minimum_version 1.5.0
+
+load http_helpers
+load cache_helpers
+
+setup_file() {
+    redis_setup_file || return 1
+    http_setup_file
+}
+teardown_file() {
+    http_teardown_file
+    redis_teardown_file
+}
+
+setup() {
+    cache_setup
+    redis_reset_shared
+    http_setup
+    mkdir -p "$T/path"
+    ln -s "$BL" "$T/path/bufferlock"
+}
+teardown() {
+    track_descendants
+    redis_teardown
+}
+
+# readme_block N: the Nth ```sh block of the README's "### CI recipe" section.
+readme_block() {
+    awk -v want="$1" '
+        /^### / { in_section = ($0 == "### CI recipe") }
+        in_section && /^```sh$/ { n++; inside = (n == want); next }
+        inside && /^```$/ { inside = 0 }
+        inside { print }' "$REPO_ROOT/README.md"
+}
+
+# The project: a Makefile that builds build/app from src/, counts its builds
+# in $RUNS, and leaves a build.log in the tree (which --exclude '*.log' keeps
+# out of the inputs).
+make_project() {
+    local origin=$T/origin
+    mkdir -p "$origin/src"
+    echo 'int main(void) { return 0; }' >"$origin/src/main.c"
+    printf 'build/app: src/main.c\n\tmkdir -p build\n\tcat src/main.c >build/app\n\techo built >>"$$RUNS"\n\tdate >build.log\n' \
+        >"$origin/Makefile"
+    git -C "$origin" init -q
+    git -C "$origin" add -A
+    git -C "$origin" -c user.name=ci -c user.email=ci@example.invalid commit -qm one
+}
+
+# job RUNNER: the README's step in RUNNER's clone, HOME and environment.
+job() {
+    local runner=$1 dir=$T/$1
+    mkdir -p "$dir/home"
+    [[ -d $dir/repo ]] || git clone -q "$T/origin" "$dir/repo"
+    run --separate-stderr env -C "$dir/repo" HOME="$dir/home" PATH="$T/path:$PATH" RUNS="$RUNS" \
+        BUFFERLOCK_REDIS="$REDIS_URL" BUFFERLOCK_CACHE_STORE="$STORE" CI_PROJECT_NAME=demo \
+        bash -euo pipefail -c "$(readme_block 1)"
+}
+
+@test "README CI recipe: the job step as written builds once, a second clone restores it, an edit rebuilds" {
+    local step
+    step=$(readme_block 1)
+    [[ $step == *'bufferlock cache'* ]] || fail "no bufferlock cache step in the README's CI recipe: $step"
+    # The servers come from the variables the README names, nothing else.
+    grep -q 'BUFFERLOCK_REDIS=' <<<"$step" || fail "the step does not name BUFFERLOCK_REDIS"
+    grep -q 'BUFFERLOCK_CACHE_STORE=' <<<"$step" || fail "the step does not name BUFFERLOCK_CACHE_STORE"
+    make_project
+    job a
+    assert_success
+    assert_equal "$(runs)" 1
+    assert_file_exists "$T/a/repo/build/app"
+    # another runner: its own clone and HOME, the same commit: restored, not built
+    job b
+    assert_success
+    assert_equal "$(runs)" 1
+    cmp "$T/a/repo/build/app" "$T/b/repo/build/app" || fail "build/app differs between the runners"
+    assert_equal "$(key_objects demo-build | wc -l)" 1
+    # the Redis lock was used: its fence counter is there
+    [[ -n $(rcli --scan --pattern '*buffer:lock:*') ]] || fail "no Redis lock key was written"
+    # an edit is another input state: built again, and stored beside the first
+    echo '/* edited */' >>"$T/b/repo/src/main.c"
+    job b
+    assert_success
+    assert_equal "$(runs)" 2
+    assert_equal "$(key_objects demo-build | wc -l)" 2
+}
+
+@test "README CI recipe: the crontab line cleans the store it names" {
+    local cron env_line schedule_line
+    cron=$(readme_block 2)
+    env_line=$(grep -E '^[A-Z_]+=' <<<"$cron")
+    schedule_line=$(grep -E '^[0-9*]' <<<"$cron")
+    [[ ${env_line%%=*} == BUFFERLOCK_CACHE_STORE ]] || fail "the crontab does not set BUFFERLOCK_CACHE_STORE: $cron"
+    [[ -n $schedule_line ]] || fail "no crontab line: $cron"
+    make_project
+    job a
+    assert_success
+    assert_equal "$(key_objects demo-build | wc -l)" 1
+    # As written: the entry is young and small, and stays.
+    local command
+    command=$(sed -E 's/^([^ ]+ +){5}//' <<<"$schedule_line")
+    run --separate-stderr env PATH="$T/path:$PATH" HOME="$T/a/home" BUFFERLOCK_CACHE_STORE="$STORE" \
+        bash -euo pipefail -c "$command"
+    assert_success
+    assert_equal "$stderr" ""
+    assert_equal "$(key_objects demo-build | wc -l)" 1
+    # The same line with the limits the README gives, but a store over them
+    # (--max-size below one entry): the line removes it.
+    run --separate-stderr env PATH="$T/path:$PATH" HOME="$T/a/home" BUFFERLOCK_CACHE_STORE="$STORE" \
+        bash -euo pipefail -c "${command/--max-size 50G/--max-size 1}"
+    assert_success
+    assert_equal "$(key_objects demo-build | wc -l)" 0
+}
