@@ -392,8 +392,7 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   std::vector<ListedEntry> out;
   for (const Head& h : std::get<std::vector<Head>>(found))
     if (h.header)
-      out.push_back({h.header->created_ns, h.header->stdout_size(), h.header->key, h.header->inputs,
-                     h.header->outputs.size()});
+      out.push_back(listed_entry(*h.header, stored_size(*h.header)));
   return out;
 }
 
@@ -409,7 +408,7 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
       ++counts.entries_removed;
       continue;
     }
-    kept.push_back({h.header->created_ns, h.header->file_size() + object_footer_size, h.name});
+    kept.push_back({h.header->created_ns, stored_size(*h.header), h.name});
   }
   if (max_size) {
     const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);

@@ -297,8 +297,7 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       auto h = read_header(std::string(name));
       if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
       if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
-        out.push_back({got->first.created_ns, got->first.stdout_size(), got->first.key, got->first.inputs,
-                       got->first.outputs.size()});
+        out.push_back(listed_entry(got->first, got->second));
     }
   } while (cursor != "0");
   return out;

@@ -276,6 +276,8 @@ std::optional<SysError> CacheStore::prepare() const {
   if (errno != EEXIST) return SysError{dir_, errno_text(errno)};
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return SysError{dir_, errno_text(ENOTDIR)};
+  // There but read-only (a mount, its mode): nothing can be stored in it.
+  if (::faccessat(AT_FDCWD, dir_.c_str(), W_OK | X_OK, AT_EACCESS) != 0) return SysError{dir_, errno_text(errno)};
   return std::nullopt;
 }
 
@@ -423,14 +425,17 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
   return counts;
 }
 
+ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored) {
+  return {h.created_ns, h.stdout_size(), h.key, h.inputs, h.outputs.size(), stored};
+}
+
 std::vector<ListedEntry> CacheStore::list() const {
   std::vector<ListedEntry> out;
   for (const auto& name : entry_file_names(dir_)) {
     // The header and the size only: listing must not read every payload.
     const auto h = read_header_of(dir_ + "/" + name);
     if (!h || !h->header) continue;
-    out.push_back({h->header->created_ns, h->header->stdout_size(), h->header->key, h->header->inputs,
-                   h->header->outputs.size()});
+    out.push_back(listed_entry(*h->header, h->size));
   }
   return out;
 }
@@ -655,6 +660,7 @@ public:
   std::optional<CachedEntry> entry() override { return w_.entry(); }
   bool too_large() const override { return w_.too_large(); }
   std::uint64_t stored_size() const override { return w_.stored_size(); }
+  const EntryHeader& header() const override { return w_.header(); }
 
 private:
   EntryWriter w_;
