@@ -95,7 +95,9 @@ private:
   std::variant<std::vector<std::string>, SysError> objects() const;
   // The header of each entry object whose name starts with `prefix`.
   std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;
-  std::optional<SysError> remove(const std::string& name) const;
+  // Removes object `name`; -v says so when it was there (`h`: its header
+  // when known, `why`: why it goes).
+  std::optional<SysError> remove(const std::string& name, const EntryHeader* h, std::string_view why) const;
   // The reason of a 401 answer to `request`, naming its status.
   std::string credentials_refused(const HttpReply& r, std::string_view request) const;
 

@@ -75,6 +75,11 @@ struct SizedEntry {
   std::string name;
 };
 
+// -v: the line of an entry that --gc or --drop removed (`h` its header,
+// `where` the store's where() of it, `stored` its bytes), or, without `h`,
+// of a file or object that is no entry (`where` names it); `why` it went.
+void say_removed(const EntryHeader* h, const std::string& where, std::uint64_t stored, std::string_view why);
+
 // Which of `entries` to remove, oldest first, so that the rest add up to at
 // most `max_size` bytes (the newest are kept).
 std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size);
