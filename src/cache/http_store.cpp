@@ -343,7 +343,8 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
   return out;
 }
 
-std::optional<SysError> HttpStore::remove(const std::string& name, const EntryHeader* h, std::string_view why) const {
+std::optional<SysError> HttpStore::remove(const std::string& name, const EntryHeader* h,
+                                          std::string_view why) const {
   const HttpReply r = client().del(object_url(name));
   if (r.ok()) {
     say_removed(h, h ? where(h->key, h->address()) : "HTTP store at " + server() + ", object " + name,
@@ -400,8 +401,7 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   std::vector<ListedEntry> out;
   for (const Head& h : std::get<std::vector<Head>>(found))
-    if (h.header)
-      out.push_back(listed_entry(*h.header, stored_size(*h.header)));
+    if (h.header) out.push_back(listed_entry(*h.header, stored_size(*h.header)));
   return out;
 }
 
@@ -414,7 +414,8 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
   std::vector<SizedEntry> kept;
   for (const Head& h : all) {
     if (!h.header || (max_age && freshness(h.header->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
-      if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt")) return *e;
+      if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt"))
+        return *e;
       ++counts.entries_removed;
       continue;
     }
@@ -424,7 +425,8 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
     const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
     for (const auto& name : oldest) {
       const auto h = std::find_if(all.begin(), all.end(), [&](const Head& x) { return x.name == name; });
-      if (auto e = remove(name, h != all.end() && h->header ? &*h->header : nullptr, "over --max-size (oldest)"))
+      if (auto e =
+              remove(name, h != all.end() && h->header ? &*h->header : nullptr, "over --max-size (oldest)"))
         return *e;
       ++counts.entries_removed;
     }

@@ -45,7 +45,9 @@ public:
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
-  std::uint64_t stored_size(const EntryHeader& h) const override { return h.file_size() + object_footer_size; }
+  std::uint64_t stored_size(const EntryHeader& h) const override {
+    return h.file_size() + object_footer_size;
+  }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;

@@ -16,9 +16,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +46,8 @@ int serve(const Options& o, const CachedEntry& e, bool with_stderr = true) {
 // -v: the one line that says what a call came to (man page, "Reading the
 // log"): `m` is cache_hit, cache_waited or cache_served_stale, about the
 // entry served; `more` adds the message's own values.
-void say_served(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
+void say_served(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m,
+                MessageArgs more = {}) {
   if (!diag::verbose()) return;
   const Nanos age(std::max<std::int64_t>(0, wall_clock_ns() - e.header.created_ns));
   more.insert(more.end(), {{"key", display_key(o.key)},
@@ -324,8 +325,9 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
   }
   if (!writer && !why_not.empty()) {
     diag::debug_lazy([&] {
-      return message(Msg::cache_not_stored,
-                     {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
+      return message(
+          Msg::cache_not_stored,
+          {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
     });
   }
   if (lock) lock->release();
@@ -643,7 +645,8 @@ int cache_main(const Options& o) {
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
         rebuild_in_background(o, store, inputs, trail, *lock, unusable);
-        return serve_as(o, store, found.entry, Msg::cache_served_stale, {{"why", "rebuilding it in the background"}});
+        return serve_as(o, store, found.entry, Msg::cache_served_stale,
+                        {{"why", "rebuilding it in the background"}});
       }
       return build(o, store, inputs, trail, lock.get(), unusable,
                    o.cache.stale_if_error ? &found.entry : nullptr);

@@ -229,7 +229,8 @@ std::optional<SysError> RedisStore::drop(std::string_view key) const {
   all.push_back(entry_key(key)); // also when SCAN missed it (a key added meanwhile)
   for (const auto& k : all) {
     // -v names what goes: its header read first.
-    auto h = diag::verbose() ? read_header(k) : RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>();
+    auto h = diag::verbose() ? read_header(k)
+                             : RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>();
     auto r = call({"DEL", k});
     if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
     const redisReply* rep = std::get<RedisReply>(r).get();

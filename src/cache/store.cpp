@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <map>
 #include <functional>
+#include <map>
 #include <vector>
 
 namespace bufferlock {
@@ -280,7 +280,8 @@ std::optional<SysError> CacheStore::prepare() const {
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return SysError{dir_, errno_text(ENOTDIR)};
   // There but read-only (a mount, its mode): nothing can be stored in it.
-  if (::faccessat(AT_FDCWD, dir_.c_str(), W_OK | X_OK, AT_EACCESS) != 0) return SysError{dir_, errno_text(errno)};
+  if (::faccessat(AT_FDCWD, dir_.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    return SysError{dir_, errno_text(errno)};
   return std::nullopt;
 }
 
@@ -439,8 +440,10 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
       ++counts.entries_removed;
       struct stat st {};
       const std::uint64_t size = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-      if (h) say_removed(&*h, path, size, "expired");
-      else say_removed(nullptr, path, 0, "corrupt: " + why);
+      if (h)
+        say_removed(&*h, path, size, "expired");
+      else
+        say_removed(nullptr, path, 0, "corrupt: " + why);
     }
   }
   return counts;
