@@ -151,7 +151,16 @@ namespace bufferlock {
   X(cache_http_cannot_list, "the HTTP store at %{server} cannot list its objects (PROPFIND: %{error}): --list, --drop and --gc need a server that answers WebDAV PROPFIND") \
   X(cache_http_credentials_refused, "the server refused the credentials (%{request}: %{error})")              \
   X(cache_http_credentials_needed, "the server wants credentials (%{request}: %{error}): user:password in the URL or --store-token-file") \
-  X(cache_hit, "served '%{key}' from %{path}")                                                               \
+  X(cache_hit, "cache '%{key}': hit (age %{age}s, stored %{stored} bytes, from %{from})")                   \
+  X(cache_built, "cache '%{key}': built and stored (build %{seconds}s, stored %{stored} bytes, in %{from})")  \
+  X(cache_waited, "cache '%{key}': waited %{waited}s for another caller's build, served it (age %{age}s, "   \
+    "stored %{stored} bytes, from %{from})")                                                                 \
+  X(cache_served_stale, "cache '%{key}': served stale (age %{age}s, stored %{stored} bytes, from %{from}): %{why}") \
+  X(cache_not_stored, "cache '%{key}': not stored (build %{seconds}s): %{why}")                              \
+  X(cache_depends_missing, "--depends %{path}: %{error} (counted as missing)")                                \
+  X(cache_dir_unusable, "cannot use the cache directory %{path} (its locks live there): %{error}")            \
+  X(cache_removed, "removed '%{key}' (inputs %{inputs}, %{stored} bytes) from %{from}: %{why}")               \
+  X(cache_removed_file, "removed %{path}: %{why}")                                                            \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
   X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")
 

@@ -343,9 +343,15 @@ std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::strin
   return out;
 }
 
-std::optional<SysError> HttpStore::remove(const std::string& name) const {
+std::optional<SysError> HttpStore::remove(const std::string& name, const EntryHeader* h,
+                                          std::string_view why) const {
   const HttpReply r = client().del(object_url(name));
-  if (r.ok() || (r.error.empty() && r.status == 404)) return std::nullopt;
+  if (r.ok()) {
+    say_removed(h, h ? where(h->key, h->address()) : "HTTP store at " + server() + ", object " + name,
+                h ? stored_size(*h) : 0, why);
+    return std::nullopt;
+  }
+  if (r.error.empty() && r.status == 404) return std::nullopt;
   if (r.status == 401) return SysError{server(), credentials_refused(r, "DELETE")};
   return SysError{server(), r.text()};
 }
@@ -381,8 +387,12 @@ std::optional<SysError> HttpStore::drop(std::string_view key) const {
   const std::string prefix = md5_hex(key) + '.';
   std::erase_if(all, [&](const std::string& n) { return !n.starts_with(prefix); });
   all.push_back(object_name(key)); // also when the listing missed it (stored meanwhile)
-  for (const auto& n : all)
-    if (auto e = remove(n)) return e;
+  for (const auto& n : all) {
+    // -v names what goes: its header read first.
+    Tail t;
+    const bool known = diag::verbose() && read_tail(n, t).state == LookupState::found;
+    if (auto e = remove(n, known ? &t.header : nullptr, "dropped")) return e;
+  }
   return std::nullopt;
 }
 
@@ -391,9 +401,7 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   std::vector<ListedEntry> out;
   for (const Head& h : std::get<std::vector<Head>>(found))
-    if (h.header)
-      out.push_back({h.header->created_ns, h.header->stdout_size(), h.header->key, h.header->inputs,
-                     h.header->outputs.size()});
+    if (h.header) out.push_back(listed_entry(*h.header, stored_size(*h.header)));
   return out;
 }
 
@@ -401,20 +409,25 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
                                                std::int64_t now_ns) const {
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
+  const auto& all = std::get<std::vector<Head>>(found);
   GcCounts counts;
   std::vector<SizedEntry> kept;
-  for (const Head& h : std::get<std::vector<Head>>(found)) {
+  for (const Head& h : all) {
     if (!h.header || (max_age && freshness(h.header->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
-      if (auto e = remove(h.name)) return *e;
+      if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt"))
+        return *e;
       ++counts.entries_removed;
       continue;
     }
-    kept.push_back({h.header->created_ns, h.header->file_size() + object_footer_size, h.name});
+    kept.push_back({h.header->created_ns, stored_size(*h.header), h.name});
   }
   if (max_size) {
     const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
     for (const auto& name : oldest) {
-      if (auto e = remove(name)) return *e;
+      const auto h = std::find_if(all.begin(), all.end(), [&](const Head& x) { return x.name == name; });
+      if (auto e =
+              remove(name, h != all.end() && h->header ? &*h->header : nullptr, "over --max-size (oldest)"))
+        return *e;
       ++counts.entries_removed;
     }
   }

@@ -45,6 +45,9 @@ public:
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
+  std::uint64_t stored_size(const EntryHeader& h) const override {
+    return h.file_size() + object_footer_size;
+  }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
@@ -94,7 +97,9 @@ private:
   std::variant<std::vector<std::string>, SysError> objects() const;
   // The header of each entry object whose name starts with `prefix`.
   std::variant<std::vector<Head>, SysError> heads(std::string_view prefix) const;
-  std::optional<SysError> remove(const std::string& name) const;
+  // Removes object `name`; -v says so when it was there (`h`: its header
+  // when known, `why`: why it goes).
+  std::optional<SysError> remove(const std::string& name, const EntryHeader* h, std::string_view why) const;
   // The reason of a 401 answer to `request`, naming its status.
   std::string credentials_refused(const HttpReply& r, std::string_view request) const;
 

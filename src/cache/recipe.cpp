@@ -18,6 +18,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,14 +37,30 @@ bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale,
   return f == Freshness::fresh;
 }
 
-int serve(const Options& o, const EntryStore& store, const CachedEntry& e, bool with_stderr = true) {
+int serve(const Options& o, const CachedEntry& e, bool with_stderr = true) {
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
-  diag::debug_lazy([&] {
-    return message(Msg::cache_hit,
-                   {{"key", display_key(o.key)}, {"path", store.where(o.key, e.header.address())}});
-  });
   return exit_code::ok;
+}
+
+// -v: the one line that says what a call came to (man page, "Reading the
+// log"): `m` is cache_hit, cache_waited or cache_served_stale, about the
+// entry served; `more` adds the message's own values.
+void say_served(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m,
+                MessageArgs more = {}) {
+  if (!diag::verbose()) return;
+  const Nanos age(std::max<std::int64_t>(0, wall_clock_ns() - e.header.created_ns));
+  more.insert(more.end(), {{"key", display_key(o.key)},
+                           {"age", format_seconds(age)},
+                           {"stored", std::to_string(store.stored_size(e.header))},
+                           {"from", store.where(o.key, e.header.address())}});
+  diag::debug(message(m, more));
+}
+
+// serve() of an entry, with its -v line.
+int serve_as(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
+  say_served(o, store, e, m, std::move(more));
+  return serve(o, e);
 }
 
 // What putting an entry's --output PATHs in place came to.
@@ -113,6 +130,16 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   if (stats.dirty() && !files.prepare()) stats.save(); // failing costs only a re-read next time
   return Inputs(std::get<Digest128>(d));
+}
+
+// -v: each --depends PATH that is not there, which counts as an input
+// state of its own (a typo reads as "missing").
+void say_missing_depends(const Options& o) {
+  for (const auto& path : o.cache.depends) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) continue;
+    diag::debug(message(Msg::cache_depends_missing, {{"path", path}, {"error", errno_text(errno)}}));
+  }
 }
 
 // Whether the inputs differ now from `before` (whose walk left `trail`), or
@@ -196,6 +223,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
     if (writer && !writer->append_stderr(data, len)) stop_storing();
   };
   const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
+  const Nanos started = monotonic_now();
   int status =
       run_child(o.argv, ticker ? &*ticker : nullptr, &sink, o.cache.keep_stderr ? &err_sink : nullptr);
   // A stop signal after the command's end: nothing is stored (an upload
@@ -207,11 +235,15 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
   if (const int sig = stop_signal()) return interrupted(sig);
 
   const std::string key = display_key(o.key);
+  // -v: why nothing was stored, for the outcome line (the warnings say it
+  // without -v, each in its own words).
+  std::string why_not = "the command exited with status " + std::to_string(status);
   if (status == 0) {
     // A PATH the build did not make: its error, whatever the store.
     if (const auto missing = first_missing_output(o.cache.outputs)) {
       diag::error(message(Msg::cache_output_missing, {{"key", key}, {"path", *missing}}));
       status = o.error_exit;
+      why_not = "--output " + *missing + " is missing after the build";
     }
   }
   if (status == 0) {
@@ -223,6 +255,8 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
           diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
         else
           diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
+        why_not = "its dependencies changed during the build";
+        if (!changed->empty()) why_not += " (first: " + *changed + ")";
         writer.reset();
       }
     }
@@ -249,16 +283,30 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
                                                      {"size", std::to_string(o.cache.max_entry)}}));
     else if (store_error)
       warn_not_stored(o, store, key, *store_error);
+    if (too_large)
+      why_not = "its stored size, " + std::to_string(*too_large) + " bytes, is over --max-entry";
+    else if (store_error)
+      why_not = store_error->path + ": " + store_error->reason;
+    if (writer) {
+      diag::debug_lazy([&] {
+        return message(Msg::cache_built, {{"key", key},
+                                          {"seconds", format_seconds(monotonic_now() - started)},
+                                          {"stored", std::to_string(store.stored_size(writer->header()))},
+                                          {"from", store.where(o.key, writer->header().address())}});
+      });
+    }
     if (fallback) {
       // The build's stderr went through live: only stdout is served here.
       std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
       if (built) {
-        serve(o, store, *built, false); // its outputs are in place already
+        serve(o, *built, false); // its outputs are in place already
       } else if (const Restored r = restore(o, store, *fallback); r.stop) {
         return interrupted(r.stop);
       } else if (r.ok) {
         diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
-        serve(o, store, *fallback, false);
+        say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "not stored: " + why_not}});
+        serve(o, *fallback, false);
+        why_not.clear(); // said
       }
     }
   } else {
@@ -269,11 +317,32 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
       const Msg m =
           fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
       diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
-      serve(o, store, *fallback, false);
+      say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "the rebuild failed: " + why_not}});
+      serve(o, *fallback, false);
+      why_not.clear(); // said
       status = exit_code::ok;
     }
   }
+  if (!writer && !why_not.empty()) {
+    diag::debug_lazy([&] {
+      return message(
+          Msg::cache_not_stored,
+          {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
+    });
+  }
   if (lock) lock->release();
+  return status;
+}
+
+// --fail-open without the lock: the command runs, and nothing is stored.
+int run_unlocked(const Options& o) {
+  const Nanos started = monotonic_now();
+  const int status = run_child(o.argv);
+  diag::debug_lazy([&] {
+    return message(Msg::cache_not_stored, {{"key", display_key(o.key)},
+                                           {"seconds", format_seconds(monotonic_now() - started)},
+                                           {"why", "run without the lock (--fail-open)"}});
+  });
   return status;
 }
 
@@ -355,7 +424,7 @@ std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now,
     JsonObject o;
     o.string("key", e.key);
     o.raw("age", format_seconds(Nanos(std::max<std::int64_t>(0, now - e.created_ns))));
-    o.number("size", e.size).string("store", store);
+    o.number("size", e.size).number("stored", e.stored).string("store", store);
     if (e.inputs) o.string("inputs", e.inputs->hex());
     if (e.outputs > 0) o.number("outputs", e.outputs);
     items.push_back(o.str());
@@ -363,8 +432,9 @@ std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now,
   return JsonObject().raw("entries", json_array(items)).str() + "\n";
 }
 
-// cache --list: "AGE SIZE INPUTS KEY" per entry (SPEC §15); SIZE is
-// followed by "+N" for an entry that holds N --output PATHs.
+// cache --list: "AGE SIZE STORED INPUTS KEY" per entry (SPEC §15); SIZE
+// (of stdout) is followed by "+N" for an entry that holds N --output PATHs;
+// STORED is the whole entry as stored (its outputs archive too).
 std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now) {
   std::string out;
   for (const auto& e : entries) {
@@ -375,6 +445,8 @@ std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now)
       out += '+';
       out += std::to_string(e.outputs);
     }
+    out += ' ';
+    out += std::to_string(e.stored);
     out += ' ';
     out += e.inputs ? e.inputs->hex().substr(0, short_inputs_digits) : "-";
     out += ' ';
@@ -526,6 +598,7 @@ int cache_main(const Options& o) {
     }
     inputs = std::get<Inputs>(computed);
   }
+  if (diag::verbose()) say_missing_depends(o);
 
   // --force reads no entry it would not use: only --stale-if-error falls
   // back on it (a remote store's entry is a whole download).
@@ -543,7 +616,7 @@ int cache_main(const Options& o) {
   if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force) {
     const Restored r = restore(o, store, found.entry);
     if (r.stop) return stopped(nullptr, r.stop);
-    if (r.ok) return serve(o, store, found.entry);
+    if (r.ok) return serve_as(o, store, found.entry, Msg::cache_hit);
     refused = found.entry.header.created_ns;
     have = false; // refused outputs: a miss, rebuilt
     found = Lookup{LookupState::missing, {}, {}};
@@ -563,14 +636,17 @@ int cache_main(const Options& o) {
     if (tried.status == AcquireStatus::busy) {
       const Restored r = restore(o, store, found.entry);
       if (r.stop) return stopped(nullptr, r.stop);
-      if (r.ok) return serve(o, store, found.entry);
+      if (r.ok)
+        return serve_as(o, store, found.entry, Msg::cache_served_stale,
+                        {{"why", "another caller is rebuilding it"}});
     }
     if (tried.status == AcquireStatus::acquired) {
       const Restored r = o.cache.background ? restore(o, store, found.entry) : Restored{false, 0};
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
         rebuild_in_background(o, store, inputs, trail, *lock, unusable);
-        return serve(o, store, found.entry);
+        return serve_as(o, store, found.entry, Msg::cache_served_stale,
+                        {{"why", "rebuilding it in the background"}});
       }
       return build(o, store, inputs, trail, lock.get(), unusable,
                    o.cache.stale_if_error ? &found.entry : nullptr);
@@ -578,15 +654,24 @@ int cache_main(const Options& o) {
   }
 
   int exit_status = o.error_exit;
+  // The lock's messages name the caller's KEY; a lock that cannot be taken
+  // in a cache directory that cannot be made or written is reported as that.
+  LockWords words{o.key, std::nullopt};
+  if (locking.backend != Backend::redis && locking.dir.empty()) {
+    if (const auto e = store.remote() ? files.prepare() : unusable)
+      words.error = message(Msg::cache_dir_unusable, {{"path", e->path}, {"error", e->reason}});
+  }
   // Takes the lock; nullopt once held, else the status to end with.
   const auto take = [&]() -> std::optional<int> {
-    switch (take_lock(locking, *lock, exit_status)) {
+    switch (take_lock(locking, *lock, exit_status, words)) {
     case Taken::stop: return exit_status;
-    case Taken::unlocked: return run_child(o.argv); // --fail-open: no lock, no cache
+    case Taken::unlocked: return run_unlocked(o); // --fail-open: no lock, no cache
     case Taken::locked: break;
     }
     return std::nullopt;
   };
+  const Nanos wait_start = monotonic_now();
+  const auto waited = [&] { return format_seconds(monotonic_now() - wait_start); };
   if (const auto end = take()) return *end;
   // Check again: the holder we waited for has probably just stored it. Seen
   // there, the lock goes at once (SPEC: release and serve), and the entry is
@@ -602,7 +687,7 @@ int cache_main(const Options& o) {
       if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt)) {
         const Restored r = restore(o, store, got.entry);
         if (r.stop) return stopped(nullptr, r.stop);
-        if (r.ok) return serve(o, store, got.entry);
+        if (r.ok) return serve_as(o, store, got.entry, Msg::cache_waited, {{"waited", waited()}});
         refused = got.entry.header.created_ns;
       }
       if (const auto end = take()) return *end;
@@ -616,7 +701,7 @@ int cache_main(const Options& o) {
     const Restored r = restore(o, store, again.entry);
     if (r.stop) return stopped(lock.get(), r.stop);
     if (r.ok) {
-      const int status = serve(o, store, again.entry);
+      const int status = serve_as(o, store, again.entry, Msg::cache_waited, {{"waited", waited()}});
       lock->release();
       return status;
     }

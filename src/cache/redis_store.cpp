@@ -228,8 +228,17 @@ std::optional<SysError> RedisStore::drop(std::string_view key) const {
   auto& all = std::get<std::vector<std::string>>(keys);
   all.push_back(entry_key(key)); // also when SCAN missed it (a key added meanwhile)
   for (const auto& k : all) {
+    // -v names what goes: its header read first.
+    auto h = diag::verbose() ? read_header(k)
+                             : RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>();
     auto r = call({"DEL", k});
     if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
+    const redisReply* rep = std::get<RedisReply>(r).get();
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer == 0) continue; // not there
+    if (const auto* got = std::get_if<std::optional<std::pair<EntryHeader, std::uint64_t>>>(&h); got && *got)
+      say_removed(&(*got)->first, where(key, (*got)->first.address()), (*got)->second, "dropped");
+    else
+      say_removed(nullptr, "Redis at " + server() + ", key " + k, 0, "dropped");
   }
   return std::nullopt;
 }
@@ -297,8 +306,7 @@ std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() cons
       auto h = read_header(std::string(name));
       if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
       if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
-        out.push_back({got->first.created_ns, got->first.stdout_size(), got->first.key, got->first.inputs,
-                       got->first.outputs.size()});
+        out.push_back(listed_entry(got->first, got->second));
     }
   } while (cursor != "0");
   return out;

@@ -1,5 +1,7 @@
 #include "cache/store.hpp"
 
+#include "cache/inputs.hpp"
+#include "messages.hpp"
 #include "run/command.hpp"
 #include "util/io.hpp"
 #include "util/md5.hpp"
@@ -18,6 +20,7 @@
 #include <cerrno>
 #include <climits>
 #include <functional>
+#include <map>
 #include <vector>
 
 namespace bufferlock {
@@ -276,6 +279,9 @@ std::optional<SysError> CacheStore::prepare() const {
   if (errno != EEXIST) return SysError{dir_, errno_text(errno)};
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return SysError{dir_, errno_text(ENOTDIR)};
+  // There but read-only (a mount, its mode): nothing can be stored in it.
+  if (::faccessat(AT_FDCWD, dir_.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    return SysError{dir_, errno_text(errno)};
   return std::nullopt;
 }
 
@@ -351,7 +357,13 @@ Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& 
 std::optional<SysError> CacheStore::drop(std::string_view key) const {
   for (const auto& name : names_of(key)) {
     const std::string path = dir_ + "/" + name;
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return SysError{path, errno_text(errno)};
+    // -v names what goes: its header read first.
+    const auto h = diag::verbose() ? read_header_of(path) : std::nullopt;
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) continue;
+      return SysError{path, errno_text(errno)};
+    }
+    if (h) say_removed(h->header ? &*h->header : nullptr, path, h->size, "dropped");
   }
   // A directory that cannot be read: say so, rather than "nothing to drop".
   if (::access(dir_.c_str(), F_OK) == 0 && ::access(dir_.c_str(), R_OK | X_OK) != 0)
@@ -376,16 +388,23 @@ std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_
 
 int CacheStore::trim(std::uint64_t max_size) const {
   std::vector<SizedEntry> entries;
+  std::map<std::string, std::pair<std::optional<EntryHeader>, std::uint64_t>> seen; // for -v
   for (auto& name : entry_file_names(dir_)) {
-    const auto h = read_header_of(dir_ + "/" + name);
+    auto h = read_header_of(dir_ + "/" + name);
     if (!h) continue;
     // A file that is no entry counts as the oldest (gc removes corrupt ones anyway).
-    entries.push_back({h->header ? h->header->created_ns : INT64_MIN, h->size, std::move(name)});
+    entries.push_back({h->header ? h->header->created_ns : INT64_MIN, h->size, name});
+    seen.emplace(std::move(name), std::pair(std::move(h->header), h->size));
   }
   int removed = 0;
   const std::vector<std::string> oldest = over_size(std::move(entries), max_size);
-  for (const auto& name : oldest)
-    if (::unlink((dir_ + "/" + name).c_str()) == 0) ++removed;
+  for (const auto& name : oldest) {
+    const std::string path = dir_ + "/" + name;
+    if (::unlink(path.c_str()) != 0) continue;
+    ++removed;
+    const auto& [h, size] = seen[name];
+    say_removed(h ? &*h : nullptr, path, size, h ? "over --max-size (oldest)" : "corrupt");
+  }
   return removed;
 }
 
@@ -410,6 +429,7 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
         unlink_if_same(path, fd.get());
         ++counts.temps_removed;
+        say_removed(nullptr, path, 0, "leftover of a build that ended");
       }
       continue;
     }
@@ -418,9 +438,31 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
     if (!h || (max_age && freshness(h->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
       unlink_if_same(path, fd.get());
       ++counts.entries_removed;
+      struct stat st {};
+      const std::uint64_t size = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+      if (h)
+        say_removed(&*h, path, size, "expired");
+      else
+        say_removed(nullptr, path, 0, "corrupt: " + why);
     }
   }
   return counts;
+}
+
+void say_removed(const EntryHeader* h, const std::string& where, std::uint64_t stored, std::string_view why) {
+  diag::debug_lazy([&] {
+    if (!h) return message(Msg::cache_removed_file, {{"path", where}, {"why", why}});
+    const std::string inputs = h->inputs ? h->inputs->hex().substr(0, short_inputs_digits) : "-";
+    return message(Msg::cache_removed, {{"key", display_key(h->key)},
+                                        {"inputs", inputs},
+                                        {"stored", std::to_string(stored)},
+                                        {"from", where},
+                                        {"why", why}});
+  });
+}
+
+ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored) {
+  return {h.created_ns, h.stdout_size(), h.key, h.inputs, h.outputs.size(), stored};
 }
 
 std::vector<ListedEntry> CacheStore::list() const {
@@ -429,8 +471,7 @@ std::vector<ListedEntry> CacheStore::list() const {
     // The header and the size only: listing must not read every payload.
     const auto h = read_header_of(dir_ + "/" + name);
     if (!h || !h->header) continue;
-    out.push_back({h->header->created_ns, h->header->stdout_size(), h->header->key, h->header->inputs,
-                   h->header->outputs.size()});
+    out.push_back(listed_entry(*h->header, h->size));
   }
   return out;
 }
@@ -655,6 +696,7 @@ public:
   std::optional<CachedEntry> entry() override { return w_.entry(); }
   bool too_large() const override { return w_.too_large(); }
   std::uint64_t stored_size() const override { return w_.stored_size(); }
+  const EntryHeader& header() const override { return w_.header(); }
 
 private:
   EntryWriter w_;

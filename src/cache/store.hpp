@@ -42,7 +42,11 @@ struct ListedEntry {
   std::string key;
   Inputs inputs;
   std::size_t outputs = 0; // --output PATHs stored with it
+  std::uint64_t stored = 0; // the entry's bytes as stored (file, object, hash fields)
 };
+
+// What --list shows of the entry with header `h`, `stored` bytes in its store.
+ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored);
 
 // Whether a build stores its stderr too (--keep-stderr).
 enum class KeepStderr { no, yes };
@@ -71,6 +75,11 @@ struct SizedEntry {
   std::string name;
 };
 
+// -v: the line of an entry that --gc or --drop removed (`h` its header,
+// `where` the store's where() of it, `stored` its bytes), or, without `h`,
+// of a file or object that is no entry (`where` names it); `why` it went.
+void say_removed(const EntryHeader* h, const std::string& where, std::uint64_t stored, std::string_view why);
+
 // Which of `entries` to remove, oldest first, so that the rest add up to at
 // most `max_size` bytes (the newest are kept).
 std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size);
@@ -98,6 +107,8 @@ public:
   virtual bool too_large() const { return false; }
   // With too_large(), after publish(): the stored size it would have had.
   virtual std::uint64_t stored_size() const { return 0; }
+  // After publish(): the header of the entry published (for its stored size).
+  virtual const EntryHeader& header() const = 0;
 };
 
 // A store of entries: the cache directory, or a Redis server. Its errors are
@@ -112,6 +123,8 @@ public:
   virtual std::string where(std::string_view key, const Inputs& address) const = 0;
   // Makes the store ready for builds (creates the cache directory).
   virtual std::optional<SysError> prepare() const = 0;
+  // The bytes an entry with header `h` takes in this store.
+  virtual std::uint64_t stored_size(const EntryHeader& h) const { return h.file_size(); }
   // Finds and fully verifies the entry of `key` at `address`.
   virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
   // Whether the entry of `key` at `address` seems to be there: found with its
@@ -162,7 +175,8 @@ public:
     return entry_path(key, inputs);
   }
 
-  // Creates the directory with its parents, the last component 0700.
+  // Creates the directory with its parents, the last component 0700; an
+  // error too when it is there but cannot be written.
   std::optional<SysError> prepare() const override;
 
   // DIR/<md5 of key>.entry without an address, DIR/<md5 of key>.<address hex>.entry with.
@@ -252,6 +266,8 @@ public:
   bool too_large() const { return too_large_; }
   // The stored bytes so far, counted past --max-entry too.
   std::uint64_t stored_size() const { return stored_; }
+  // The entry's header, complete once published.
+  const EntryHeader& header() const { return header_; }
   // The published entry, readable through the writer's descriptor.
   CachedEntry entry();
 

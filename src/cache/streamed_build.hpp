@@ -31,6 +31,7 @@ public:
   const std::optional<SysError>& error() const final { return error_; }
   bool too_large() const final { return too_large_; }
   std::uint64_t stored_size() const final { return body_; }
+  const EntryHeader& header() const final { return header_; }
 
 protected:
   // Sends a full part of the body (the parts, in order, are the body);
@@ -44,7 +45,6 @@ protected:
   virtual void abandon() = 0;
 
   void fail(SysError e) { error_ = std::move(e); }
-  const EntryHeader& header() const { return header_; }
   bool published() const { return published_; }
   std::uint64_t parts_sent() const { return parts_; }
 

@@ -65,13 +65,15 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
   return std::make_unique<MultiLock>(std::move(locks), std::move(order), std::move(keys));
 }
 
-Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
+Taken take_lock(const Options& o, Lock& lock, int& exit_status, const LockWords& words) {
   const Nanos start = monotonic_now();
+  // The wait line names the caller's KEY; the -v lines the lock's own, as its release does.
+  const std::string_view key = words.key.empty() ? std::string_view(o.key) : words.key;
   // --fail-open means running without the lock when the backend fails; an
   // infinite wait that retried a dead backend would never get there.
   const bool fail_open = o.fail_open && (o.command == Command::run || o.command == Command::cache);
   // Shown only if the wait's first try is busy (wait_line_begin).
-  WaitDisplay display(o.key, start, o.wait, o.verbosity,
+  WaitDisplay display(key, start, o.wait, o.verbosity,
                       o.command == Command::cache ? WaitFor::build : WaitFor::lock, lock);
   const Outcome outcome =
       lock.acquire(o.wait, fail_open && o.wait == infinite_duration ? OnError::stop : OnError::retry);
@@ -88,18 +90,20 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status) {
     report_busy(o, lock, monotonic_now() - start);
     exit_status = o.busy_exit;
     return Taken::stop;
-  case AcquireStatus::error:
+  case AcquireStatus::error: {
+    const std::string& error = words.error ? *words.error : outcome.error;
     if (fail_open) {
-      diag::warn(message(Msg::lock_fail_open, {{"error", outcome.error}}));
+      diag::warn(message(Msg::lock_fail_open, {{"error", error}}));
       return Taken::unlocked;
     }
     // A Redis that never answered: maybe a typo, maybe down for good; a
     // build needs no lock to be correct, only to be done once.
     diag::error(outcome.unreached && o.command == Command::cache
-                    ? message(Msg::cache_lock_unreached, {{"error", outcome.error}})
-                    : outcome.error);
+                    ? message(Msg::cache_lock_unreached, {{"error", error}})
+                    : error);
     exit_status = o.error_exit;
     return Taken::stop;
+  }
   }
   return Taken::stop;
 }

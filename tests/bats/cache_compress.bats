@@ -100,7 +100,7 @@ stored_len() {
     assert_same_bytes "$T/want.err" "$T/err.plain"
     assert_runs 1
     run blc --list
-    assert_output --regexp "^[0-9.]+ 5000000 - $K\$"
+    assert_output --regexp "^[0-9.]+ 5000000 [0-9]+ - $K\$"
 }
 
 @test "incompressible data is stored raw and round-trips, in both stores" {

@@ -232,9 +232,9 @@ age_inputs() {
     run --separate-stderr blc --list
     assert_success
     assert_equal "${#lines[@]}" 3
-    assert_regex "${lines[0]}" "^[0-9]+\.[0-9]{3} [0-9]+ - $K\$"
-    assert_regex "${lines[1]}" "^[0-9]+\.[0-9]{3} [0-9]+ [0-9a-f]{12} $K\$"
-    assert_regex "${lines[2]}" "^[0-9]+\.[0-9]{3} [0-9]+ [0-9a-f]{12} $K\$"
+    assert_regex "${lines[0]}" "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ - $K\$"
+    assert_regex "${lines[1]}" "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ [0-9a-f]{12} $K\$"
+    assert_regex "${lines[2]}" "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ [0-9a-f]{12} $K\$"
     [[ ${lines[1]} != "${lines[2]}" ]] || fail "two input states listed alike"
     run --separate-stderr blc --drop "$K"
     assert_success

@@ -328,7 +328,10 @@ wait_until_temp_locked() {
     run --separate-stderr blc -v --max-age "$max_age" --gc
     assert_success
     assert_output ""
-    assert_one_bufferlock_line "removed"
+    # One line for the entry removed (-v), then the count.
+    assert_equal "${#stderr_lines[@]}" 2
+    assert_regex "${stderr_lines[0]}" "^bufferlock: removed 'old' \(inputs -, [0-9]+ bytes\) from $(entry_path old): expired\$"
+    assert_equal "${stderr_lines[1]}" "bufferlock: removed 1 entries and 0 temporary files from $C"
     assert_file_not_exists "$(entry_path old)"
     assert_file_exists "$(entry_path fresh)"
     run --separate-stderr blc fresh false
@@ -350,7 +353,9 @@ wait_until_temp_locked() {
     local tmp=$TMPF
     run --separate-stderr blc -v --gc
     assert_success
-    assert_one_bufferlock_line "removed 0 entries and 1 temporary files"
+    assert_equal "${#stderr_lines[@]}" 2
+    assert_equal "${stderr_lines[0]}" "bufferlock: removed $tmp: leftover of a build that ended"
+    assert_equal "${stderr_lines[1]}" "bufferlock: removed 0 entries and 1 temporary files from $C"
     assert_file_not_exists "$tmp"
     # The builder finds its file gone once it holds the lock, and makes another.
     wait_for_exit "$BG_PID" 30 || fail "the build did not finish"

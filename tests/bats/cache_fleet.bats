@@ -83,7 +83,7 @@ build_on() {
     # One entry on the server, with an inputs digest.
     run --separate-stderr on A --list
     assert_equal "${#lines[@]}" 1
-    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 13 [0-9a-f]{12} build$'
+    assert_regex "${lines[0]}" '^[0-9]+\.[0-9]{3} 13 [0-9]+ [0-9a-f]{12} build$'
 }
 
 @test "the same with --store file on one shared cache directory, each runner its own HOME" {

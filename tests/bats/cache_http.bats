@@ -262,8 +262,8 @@ EOF
     assert_success
     assert_stderr_empty
     assert_equal "${#lines[@]}" 3
-    assert_line --regexp "^[0-9]+\.[0-9]{3} [0-9]+ - other\$"
-    assert_equal "$(grep -cE "^[0-9]+\.[0-9]{3} [0-9]+ [0-9a-f]{12} $K\$" <<<"$output")" 2
+    assert_line --regexp "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ - other\$"
+    assert_equal "$(grep -cE "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ [0-9a-f]{12} $K\$" <<<"$output")" 2
     assert_regex "${lines[0]}" " other\$" # newest first
     run --separate-stderr blh --list --json
     assert_success

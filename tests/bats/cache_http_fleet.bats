@@ -10,14 +10,8 @@ bats_require_minimum_version 1.5.0
 load http_helpers
 load cache_helpers
 
-setup_file() {
-    redis_setup_file || return 1
-    http_setup_file
-}
-teardown_file() {
-    http_teardown_file
-    redis_teardown_file
-}
+setup_file() { http_redis_setup_file; }
+teardown_file() { http_redis_teardown_file; }
 
 setup() {
     cache_setup

@@ -196,7 +196,7 @@ two_lists() {
     # Both entries are listed; --drop KEY removes both.
     run --separate-stderr blc "$@" --list
     assert_success
-    assert_equal "$(grep -cE "^[0-9.]+ 6\+1 - $K\$" <<<"$output")" 2
+    assert_equal "$(grep -cE "^[0-9.]+ 6\+1 [0-9]+ - $K\$" <<<"$output")" 2
     run --separate-stderr blc "$@" --drop "$K"
     assert_success
     run --separate-stderr blc "$@" --list
@@ -249,8 +249,8 @@ two_lists() {
     in_w plain echo hi >/dev/null
     run --separate-stderr blc --list
     assert_success
-    assert_line --regexp "^[0-9.]+ 3\+2 - $K\$"
-    assert_line --regexp "^[0-9.]+ 3 - plain\$"
+    assert_line --regexp "^[0-9.]+ 3\+2 [0-9]+ - $K\$"
+    assert_line --regexp "^[0-9.]+ 3 [0-9]+ - plain\$"
     run --separate-stderr blc --list --json
     assert_success
     assert_equal "$(jq -c '[.entries[] | {key, outputs}] | sort_by(.key)' <<<"$output")" \

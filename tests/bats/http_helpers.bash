@@ -244,6 +244,18 @@ http_teardown_file() {
     stop_nginx
 }
 
+# http_redis_setup_file / http_redis_teardown_file: nginx and the shared
+# redis-server of redis_helpers.bash, for suites that use both (then setup
+# calls redis_reset_shared and http_setup).
+http_redis_setup_file() {
+    redis_setup_file || return 1
+    http_setup_file
+}
+http_redis_teardown_file() {
+    http_teardown_file
+    redis_teardown_file
+}
+
 # http_setup: this test's directory under every location (the objects of one
 # test never meet another's); fails if nginx is gone.
 http_setup() {

@@ -444,8 +444,10 @@ text_field() {
         assert_equal "$(doc '[.entries[].size]')" '[3,5]'
         assert_equal "$(doc '[.entries[].store]')" "[\"$s\",\"$s\"]"
         assert_equal "$(doc '.entries[1] | has("inputs")')" false
-        local short
-        read -r _ _ short _ <<<"${tl[0]}"
+        local short stored
+        read -r _ _ stored short _ <<<"${tl[0]}"
+        assert_equal "$(doc '.entries[0].stored')" "$stored"
+        doc -e '.entries | all((.stored | type) == "number" and .stored > .size)' >/dev/null || fail "stored: $output"
         doc -e --arg s "$short" '.entries[0].inputs | startswith($s) and (length == 64 or length == 32 or length == 40)' \
             >/dev/null || fail "inputs: $output (text: ${tl[0]})"
         doc -e '.entries | all(.age | type == "number" and . >= 0 and . < 600)' >/dev/null || fail "age: $output"
