@@ -32,7 +32,7 @@ set -euo pipefail
 bench_args "$@"
 
 if ((quick)); then
-    A_ROUNDS=2 B_REPS=1
+    A_ROUNDS=2 B_REPS=${B_REPS:-1}
 else
     A_ROUNDS=8 B_REPS=2
 fi
@@ -159,6 +159,8 @@ for ((rep = 1; rep <= B_REPS; rep++)); do
     line=$("$SPAWN" herd 5 "$d/out" -- "$tmp/caller.sh" "$d" "$key" || true)
     builds=$(find "$d" -maxdepth 1 -name 'built.*' | wc -l)
     b_builds+=("$builds")
+    # Another build than the first: what the callers said says why.
+    ((builds == 1)) || err "(b) run $rep: $builds builds; the callers said: $(cat "$d"/err.* | tr '\n' ' ')"
     cat "$d"/out/out.* >"$d/done"
     if (($(awk '$2 == 0' "$d/done" | wc -l) != 5)); then
         err "(b) run $rep: not every caller succeeded: $(tr '\n' ' ' <"$d/done") $(cat "$d"/err.* | head -n 2 | tr '\n' ' ')"

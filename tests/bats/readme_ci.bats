@@ -75,10 +75,14 @@ job() {
     assert_success
     assert_equal "$(runs)" 1
     assert_file_exists "$T/a/repo/build/app"
+    # the log says build or hit, as the README shows
+    assert_regex "$stderr" "bufferlock: cache 'demo-build': built and stored \(build [0-9.]+s, stored [0-9]+ bytes, in HTTP store at "
+    ! grep -q "cache '.*': hit" <<<"$stderr" || fail "a build read as a hit: $stderr"
     # another runner: its own clone and HOME, the same commit: restored, not built
     job b
     assert_success
     assert_equal "$(runs)" 1
+    grep -q "cache '.*': hit" <<<"$stderr" || fail "the hit is not in the log: $stderr"
     cmp "$T/a/repo/build/app" "$T/b/repo/build/app" || fail "build/app differs between the runners"
     assert_equal "$(key_objects demo-build | wc -l)" 1
     # the Redis lock was used: its fence counter is there
