@@ -317,11 +317,14 @@ void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs
 // seen without taking it) is waited for as a waiter does, and its entry
 // served (a stale entry at once); else COMMAND runs without the lock and
 // its output is not stored. A file lock is waited for shared: a shared
-// holder writes no holder record, and only its file exists already.
+// holder writes no holder record, and only its file exists already. A lock
+// that cannot be taken (a Redis user that may only read) is warned about,
+// and the command runs: without storing, no lock is needed to be right.
 int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inputs, const std::string& lock_dir,
                    const CachedEntry* stale) {
   Options locking = lock_options(o, inputs);
   locking.shared = o.backend == Backend::file;
+  locking.fail_open = true;
   const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
   // Put in place and served; nullopt when its outputs were refused (warned).
   const auto served = [&](const CachedEntry& e) -> std::optional<int> {
