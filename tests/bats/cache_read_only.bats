@@ -54,13 +54,14 @@ bl_on() {
 # state STORE: what STORE holds, seen from outside: the cache directory's
 # files with their sizes and times (all stores: the file store's entries,
 # locks and stat cache; nothing for the others), the Redis keys with their
-# values' digests, the http store's objects.
+# values' digests (the store's keys), the http store's objects.
 state() {
     find "$C" -printf '%P %y %s %T@\n' 2>/dev/null | LC_ALL=C sort
     case $1 in
     redis)
         local k
-        for k in $(rcli --scan | LC_ALL=C sort); do
+        # The store's keys: entries and builds (a lock's wake list expires by itself).
+        for k in $(rcli --scan | grep -E ':(entry|tmp)' | LC_ALL=C sort); do
             printf '%s %s\n' "$k" "$(rcli DUMP "$k" | sha256sum | cut -c1-16)"
         done
         ;;
@@ -109,10 +110,11 @@ writes_nothing() {
     run --separate-stderr bl_on "$store" "$K" "$COUNTED"
     assert_success
     local built=$output
-    before=$(state "$store")
     # Past the racy window (2 s) of its change, a reading of dep would be
     # recorded in the stat cache, which lives in the cache directory.
     sleep 2.2
+    before=$(state "$store")
+    [[ -n $before ]] || fail "the check sees nothing"
     local requests_before
     requests_before=$(requests | wc -l)
     [[ $store != redis ]] || start_monitor
