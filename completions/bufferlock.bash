@@ -50,7 +50,7 @@ _bufferlock_options()
             ;;
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
-                --depends --exclude --output --keep-stderr --sign-key --compress --force --store --store-token-file --store-timeout --max-entry --list
+                --depends --exclude --output --keep-stderr --sign-key --compress --force --read-only --store --store-token-file --store-timeout --max-entry --list
                 --drop --gc --max-size -J --json $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;

@@ -204,6 +204,7 @@ complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits repla
 complete -c bufferlock -n $cache -l compress -d 'file store: store stdout and stderr compressed with zstd'
 complete -c bufferlock -n $cache -l sign-key -rF -d 'sign entries with HMAC-SHA256 keyed by FILE; serve only entries that check'
 complete -c bufferlock -n $cache -l force -d 'rebuild now even when the entry is fresh'
+complete -c bufferlock -n $cache -l read-only -d 'serve hits, write nothing to the store; a miss runs unlocked'
 complete -c bufferlock -n $cache -l store -xa 'file\t"the cache directory" redis\t"the --redis server" http://\t"an HTTP server (URL)" https://\t"an HTTPS server (URL)"' -d 'where entries live'
 complete -c bufferlock -n $cache -l store-token-file -rF -d 'http store: send the bearer token in FILE'
 complete -c bufferlock -n $cache -l store-timeout -x -d 'http store: give up a stalled request (default 10)'

@@ -92,6 +92,7 @@ enum class Opt {
   sign_key,
   compress,
   force,
+  read_only,
   store,
   store_token_file,
   store_timeout,
@@ -129,7 +130,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 54> option_table = {{
+constexpr std::array<OptionDecl, 55> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -231,6 +232,10 @@ constexpr std::array<OptionDecl, 54> option_table = {{
     {Opt::force, "--force", "", g_cache,
      "rebuild now, under the lock, even when the entry is fresh (others are served meanwhile)", "", "",
      Scope::cache},
+    {Opt::read_only, "--read-only", "", g_cache,
+     "serve hits, write nothing to the store: a miss waits for a build in progress, else runs the command "
+     "without the lock and stores nothing",
+     "", "BUFFERLOCK_CACHE_READ_ONLY", Scope::cache},
     {Opt::store, "--store", "file|redis|URL", g_cache,
      "where entries live: the cache directory, the Redis server, or an HTTP server (http[s]://HOST[:PORT]/PATH, "
      "PUT, GET, DELETE; PROPFIND to list)",
@@ -475,6 +480,7 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::gc: o.cache.gc = true; break;
   case Opt::list: o.cache.list = true; break;
   case Opt::force: o.cache.force = true; break;
+  case Opt::read_only: o.cache.read_only = true; break;
   case Opt::keep_stderr: o.cache.keep_stderr = true; break;
   case Opt::compress: o.cache.compress = true; break;
   case Opt::sign_key:
@@ -851,6 +857,26 @@ void choose_store(Parsed& p, const EnvLookup& getenv) {
     if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
 }
 
+// BUFFERLOCK_CACHE_READ_ONLY, where --read-only was not given: 1 turns it on, 0 leaves it off.
+void read_only_from_env(Parsed& p, const EnvLookup& getenv) {
+  const char* name = env_of(Opt::read_only);
+  const char* v = given(p, Opt::read_only) ? nullptr : env_value(getenv, name);
+  if (!v || v == std::string_view("0")) return;
+  if (v != std::string_view("1")) usage(Msg::usage_bad_env, {{"option", name}, {"value", v}});
+  p.opts.cache.read_only = true;
+}
+
+// A read-only call changes nothing in the store: --force, --drop and --gc
+// are refused, naming how read-only was asked for (SPEC §22).
+void check_read_only(const Parsed& p) {
+  const CacheSettings& c = p.opts.cache;
+  if (!c.read_only) return;
+  const std::string_view how =
+      given(p, Opt::read_only) ? std::string_view("--read-only") : std::string_view("BUFFERLOCK_CACHE_READ_ONLY=1");
+  for (const auto& [on, id] : {std::pair{c.force, Opt::force}, {c.drop, Opt::drop}, {c.gc, Opt::gc}})
+    if (on) usage(Msg::usage_read_only_with, {{"option", long_name(decl_of(id))}, {"value", how}});
+}
+
 // --store redis: entries and locks on one Redis server (SPEC §15).
 void check_redis_store(Parsed& p, const EnvLookup& getenv) {
   if (p.redis_urls.size() > 1)
@@ -1116,8 +1142,10 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       if (const char* d = env_value(getenv, env_of(Opt::cache_dir))) o.cache.dir = d;
     if (o.cache.sign_key.empty())
       if (const char* k = env_value(getenv, env_of(Opt::sign_key))) o.cache.sign_key = k;
+    read_only_from_env(p, getenv);
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
+    check_read_only(p);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
     if (o.json && !c.list) usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});

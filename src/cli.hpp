@@ -67,6 +67,7 @@ struct CacheSettings {
   bool gc = false;                             // --gc
   bool list = false;                           // --list
   bool force = false;                          // rebuild even when fresh
+  bool read_only = false;                      // --read-only: serve, never write the store
   bool keep_stderr = false;                    // store stderr too, replay it on hits
   std::vector<std::string> depends;            // --depends PATH...
   std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories

@@ -54,6 +54,8 @@ namespace bufferlock {
   X(redis_namespace_invalid, "%{option} needs a non-empty key prefix")                                       \
   X(usage_cache_option, "%{option} works only with 'bufferlock cache'")                                      \
   X(usage_drop_and_gc, "--drop and --gc cannot be used together")                                            \
+  X(usage_read_only_with,                                                                                    \
+    "%{option} cannot be used with %{value}: a read-only call changes nothing in the store")                 \
   X(usage_bad_size,                                                                                          \
     "invalid size '%{value}' for %{option}: expected bytes > 0 with an optional K, M or G, such as 64M")     \
   X(usage_bad_depends, "invalid %{option}: %{error}")                                                        \

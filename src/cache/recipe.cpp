@@ -128,7 +128,8 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
   StatCache stats(files.dir());
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
   if (auto* e = std::get_if<SysError>(&d)) return *e;
-  if (stats.dirty() && !files.prepare()) stats.save(); // failing costs only a re-read next time
+  // Not read-only: what the stat cache says decides which entry is served.
+  if (stats.dirty() && !o.cache.read_only && !files.prepare()) stats.save(); // failing: a re-read next time
   return Inputs(std::get<Digest128>(d));
 }
 
@@ -380,6 +381,45 @@ void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs
   if (l.state == LookupState::unreadable) store.note_unreadable();
 }
 
+// --read-only on a miss (SPEC §22): nothing is written, and nothing held
+// that a builder would wait for. A build in progress (the lock is busy,
+// seen without taking it) is waited for as a waiter does, and its entry
+// served (a stale entry at once); else COMMAND runs without the lock and
+// its output is not stored. A file lock is waited for shared: a shared
+// holder writes no holder record, and only its file exists already. A lock
+// that cannot be taken (a Redis user that may only read) is warned about,
+// and the command runs: without storing, no lock is needed to be right.
+int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inputs, const std::string& lock_dir,
+                   const CachedEntry* stale) {
+  Options locking = lock_options(o, inputs);
+  locking.shared = o.backend == Backend::file;
+  locking.fail_open = true;
+  const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
+  // Put in place and served; nullopt when its outputs were refused (warned).
+  const auto served = [&](const CachedEntry& e) -> std::optional<int> {
+    const Restored r = restore(o, store, e);
+    if (r.stop) return stopped(nullptr, r.stop);
+    if (r.ok) return serve(o, store, e);
+    return std::nullopt;
+  };
+  if (lock->status().state != LockState::held) return run_child(o.argv);
+  if (stale) {
+    const auto status = served(*stale);
+    return status ? *status : run_child(o.argv);
+  }
+  int exit_status = o.error_exit;
+  switch (take_lock(locking, *lock, exit_status)) {
+  case Taken::stop: return exit_status;
+  case Taken::unlocked: return run_child(o.argv);
+  case Taken::locked: lock->release(); break;
+  }
+  const Lookup got = find(o, store, inputs);
+  warn_lookup(o, store, inputs, got);
+  if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt))
+    if (const auto status = served(got.entry)) return *status;
+  return run_child(o.argv); // the build failed, or stored nothing: as with no build
+}
+
 int gc(const Options& o, const CacheStore& store) {
   const GcCounts c = store.gc(o.cache.max_age, wall_clock_ns());
   diag::debug_lazy([&] {
@@ -625,6 +665,9 @@ int cache_main(const Options& o) {
   // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
   // entry or lock files opened from here on.
   fill_std_fds();
+  if (o.cache.read_only)
+    return read_only_miss(o, store, inputs, files.dir() + "/locks",
+                          have && age == Freshness::stale ? &found.entry : nullptr);
   // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
