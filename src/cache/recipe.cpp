@@ -395,20 +395,22 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
   locking.shared = o.backend == Backend::file;
   locking.fail_open = true;
   const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
-  // Put in place and served; nullopt when its outputs were refused (warned).
-  const auto served = [&](const CachedEntry& e) -> std::optional<int> {
+  // Put in place and served, with its -v line; nullopt when its outputs
+  // were refused (warned).
+  const auto served = [&](const CachedEntry& e, Msg m, MessageArgs more) -> std::optional<int> {
     const Restored r = restore(o, store, e);
     if (r.stop) return stopped(nullptr, r.stop);
-    if (r.ok) return serve(o, store, e);
+    if (r.ok) return serve_as(o, store, e, m, std::move(more));
     return std::nullopt;
   };
   if (lock->status().state != LockState::held) return run_child(o.argv);
   if (stale) {
-    const auto status = served(*stale);
+    const auto status = served(*stale, Msg::cache_served_stale, {{"why", "another caller is rebuilding it"}});
     return status ? *status : run_child(o.argv);
   }
   int exit_status = o.error_exit;
-  switch (take_lock(locking, *lock, exit_status)) {
+  const Nanos wait_start = monotonic_now();
+  switch (take_lock(locking, *lock, exit_status, LockWords{o.key, std::nullopt})) {
   case Taken::stop: return exit_status;
   case Taken::unlocked: return run_child(o.argv);
   case Taken::locked: lock->release(); break;
@@ -416,7 +418,9 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
   const Lookup got = find(o, store, inputs);
   warn_lookup(o, store, inputs, got);
   if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt))
-    if (const auto status = served(got.entry)) return *status;
+    if (const auto status =
+            served(got.entry, Msg::cache_waited, {{"waited", format_seconds(monotonic_now() - wait_start)}}))
+      return *status;
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
 }
 
