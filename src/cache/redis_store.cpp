@@ -28,12 +28,6 @@ constexpr std::size_t chunk = 1024 * 1024; // bytes per part of an entry's body:
 constexpr std::string_view temp_ttl_ms = "600000";
 constexpr int read_attempts = 3; // an entry replaced while it is read is read again
 
-std::int64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
-
 } // namespace
 
 RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
@@ -350,7 +344,7 @@ private:
     std::string expire = "0";
     if (const auto after = store_.expire_after()) {
       // The entry's age counts from the start of the build.
-      const std::int64_t left = after->count() - (realtime_ns() - header().created_ns);
+      const std::int64_t left = after->count() - (wall_clock_ns() - header().created_ns);
       expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
     }
     const std::string parts = std::to_string(parts_sent());
