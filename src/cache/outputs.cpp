@@ -75,7 +75,8 @@ struct Api {
 
 const DynLib<Api>& library() {
   static const DynLib<Api> lib =
-      load_library<Api>({libarchive_name}, {LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_SYMBOL)});
+      load_library<Api>({libarchive_name}, LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                        {LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
   return lib;
 }
 

@@ -49,7 +49,8 @@ struct Library {
 
 const Library& library() {
   static const Library lib = [] {
-    auto so = load_library<Api>({libcrypto_name}, {LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_SYMBOL)});
+    auto so = load_library<Api>({libcrypto_name}, LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                                {LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
     Library l{so.api, nullptr, std::move(so.error)};
     if (!l.error.empty()) return l;
     l.hmac = l.api.EVP_MAC_fetch(nullptr, "HMAC", nullptr);

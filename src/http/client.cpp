@@ -56,7 +56,8 @@ struct Api {
 
 const DynLib<Api>& library() {
   static const DynLib<Api> lib = [] {
-    auto l = load_library<Api>({libcurl_name}, {LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_SYMBOL)});
+    auto l = load_library<Api>({libcurl_name}, LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                               {LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
     if (l.loaded() && l.api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       l.error = "libcurl could not be initialised";
       l.api = Api{};

@@ -65,8 +65,8 @@ using Library = DynLib<Api>;
 
 const Library& library() {
   static const Library lib =
-      load_library<Api>({libssl_name}, {LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_SYMBOL)
-                                            DynSymbol{"__errno_location", offsetof(Api, errno_location)}});
+      load_library<Api>({libssl_name}, LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME) "__errno_location\0",
+                        {LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET) offsetof(Api, errno_location)});
   return lib;
 }
 
