@@ -15,9 +15,9 @@
 #include "secrets.hpp"
 #include "util/clock.hpp"
 #include "util/io.hpp"
+#include "util/sigmask.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -81,7 +81,7 @@ int cmd_status(const Options& o) {
     return o.error_exit;
   }
   const bool held = s.state == LockState::held;
-  const std::int64_t now = realtime_ns();
+  const std::int64_t now = wall_clock_ns();
   const std::string out = o.json ? status_json(o.key, s.state, lock->place(), s.info, now)
                                  : (held ? "held" : "free") + status_fields(s.info, now) + "\n";
   if (held) {
@@ -96,10 +96,7 @@ int cmd_list(const Options& o) {
   std::vector<ListedLock> locks;
   if (o.backend == Backend::redis) {
     // As for a lock (make_lock): a server gone away gives EPIPE, not death.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
+    block_sigpipe();
     locks = list_redis_locks(o.redis, error);
   } else {
     const std::string dir = o.dir.empty() ? default_lock_dir() : o.dir;
@@ -109,7 +106,7 @@ int cmd_list(const Options& o) {
     diag::error(*error);
     return o.error_exit;
   }
-  const std::int64_t now = realtime_ns();
+  const std::int64_t now = wall_clock_ns();
   return write_stdout(o.json ? list_json(locks, now) : list_text(locks, now));
 }
 

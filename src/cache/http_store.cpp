@@ -199,9 +199,7 @@ HttpClient& HttpStore::client() const {
 }
 
 std::string HttpStore::object_name(std::string_view key, const Inputs& inputs) const {
-  std::string n = md5_hex(key);
-  if (inputs) n += '.' + inputs->hex();
-  return n + ".entry";
+  return entry_file_name(key, inputs);
 }
 
 std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
@@ -367,17 +365,11 @@ Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& o
   if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
-  auto& all = std::get<std::vector<Head>>(found);
-  std::erase_if(all,
-                [&](const Head& h) { return !h.header || h.header->key != key || h.header->outputs != outputs; });
-  // (every header is there after the erase; the test keeps GCC's flow analysis quiet)
-  const auto created = [](const Head& h) { return h.header ? h.header->created_ns : 0; };
-  std::sort(all.begin(), all.end(), [&](const Head& a, const Head& b) { return created(a) > created(b); });
-  for (const Head& h : all) {
-    Lookup l = read_object(key, h.name);
-    if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
-  }
-  return {LookupState::missing, {}, {}};
+  std::vector<StaleCandidate> candidates;
+  for (Head& h : std::get<std::vector<Head>>(found))
+    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
+  return newest_readable(key, outputs, std::move(candidates),
+                         [&](const StaleCandidate& c) { return read_object(key, c.name); });
 }
 
 std::optional<SysError> HttpStore::drop(std::string_view key) const {

@@ -58,8 +58,6 @@ public:
                                                                   std::int64_t created_ns,
                                                                   const BuildContents& what) const override;
   void after_fork() const override { client_.reset(); }
-  // Whether a read found the server down (see down_).
-  bool down() const { return down_.has_value(); }
 
   // --gc: removes entries older than max_age (when given) and objects that
   // are no entries, then the oldest until the rest add up to at most

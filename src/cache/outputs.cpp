@@ -33,93 +33,50 @@ constexpr std::size_t io_block = 256 * 1024;
 constexpr int archive_zstd_level = 3;
 
 // The libarchive functions we call, resolved once by dlsym().
+#define LIBARCHIVE_FUNCTIONS(X)                                                                              \
+  X(archive_error_string)                                                                                    \
+  X(archive_write_new)                                                                                       \
+  X(archive_write_set_format_pax)                                                                            \
+  X(archive_write_set_format_option)                                                                         \
+  X(archive_write_set_bytes_per_block)                                                                       \
+  X(archive_write_open)                                                                                      \
+  X(archive_write_header)                                                                                    \
+  X(archive_write_data)                                                                                      \
+  X(archive_write_close)                                                                                     \
+  X(archive_write_free)                                                                                      \
+  X(archive_entry_new)                                                                                       \
+  X(archive_entry_free)                                                                                      \
+  X(archive_entry_clear)                                                                                     \
+  X(archive_entry_set_pathname)                                                                              \
+  X(archive_entry_set_filetype)                                                                              \
+  X(archive_entry_set_perm)                                                                                  \
+  X(archive_entry_set_size)                                                                                  \
+  X(archive_entry_set_mtime)                                                                                 \
+  X(archive_entry_set_symlink)                                                                               \
+  X(archive_read_new)                                                                                        \
+  X(archive_read_support_format_tar)                                                                         \
+  X(archive_read_support_filter_zstd)                                                                        \
+  X(archive_read_open)                                                                                       \
+  X(archive_read_next_header)                                                                                \
+  X(archive_read_data_block)                                                                                 \
+  X(archive_read_free)                                                                                       \
+  X(archive_entry_pathname)                                                                                  \
+  X(archive_entry_filetype)                                                                                  \
+  X(archive_entry_perm)                                                                                      \
+  X(archive_entry_mtime)                                                                                     \
+  X(archive_entry_mtime_nsec)                                                                                \
+  X(archive_entry_symlink)                                                                                   \
+  X(archive_entry_hardlink)                                                                                  \
+  X(archive_entry_size)
+
 struct Api {
-  decltype(&::archive_error_string) archive_error_string;
-  decltype(&::archive_write_new) archive_write_new;
-  decltype(&::archive_write_set_format_pax) archive_write_set_format_pax;
-  decltype(&::archive_write_set_format_option) archive_write_set_format_option;
-  decltype(&::archive_write_set_bytes_per_block) archive_write_set_bytes_per_block;
-  decltype(&::archive_write_open) archive_write_open;
-  decltype(&::archive_write_header) archive_write_header;
-  decltype(&::archive_write_data) archive_write_data;
-  decltype(&::archive_write_close) archive_write_close;
-  decltype(&::archive_write_free) archive_write_free;
-  decltype(&::archive_entry_new) archive_entry_new;
-  decltype(&::archive_entry_free) archive_entry_free;
-  decltype(&::archive_entry_clear) archive_entry_clear;
-  decltype(&::archive_entry_set_pathname) archive_entry_set_pathname;
-  decltype(&::archive_entry_set_filetype) archive_entry_set_filetype;
-  decltype(&::archive_entry_set_perm) archive_entry_set_perm;
-  decltype(&::archive_entry_set_size) archive_entry_set_size;
-  decltype(&::archive_entry_set_mtime) archive_entry_set_mtime;
-  decltype(&::archive_entry_set_symlink) archive_entry_set_symlink;
-  decltype(&::archive_read_new) archive_read_new;
-  decltype(&::archive_read_support_format_tar) archive_read_support_format_tar;
-  decltype(&::archive_read_support_filter_zstd) archive_read_support_filter_zstd;
-  decltype(&::archive_read_open) archive_read_open;
-  decltype(&::archive_read_next_header) archive_read_next_header;
-  decltype(&::archive_read_data_block) archive_read_data_block;
-  decltype(&::archive_read_free) archive_read_free;
-  decltype(&::archive_entry_pathname) archive_entry_pathname;
-  decltype(&::archive_entry_filetype) archive_entry_filetype;
-  decltype(&::archive_entry_perm) archive_entry_perm;
-  decltype(&::archive_entry_mtime) archive_entry_mtime;
-  decltype(&::archive_entry_mtime_nsec) archive_entry_mtime_nsec;
-  decltype(&::archive_entry_symlink) archive_entry_symlink;
-  decltype(&::archive_entry_hardlink) archive_entry_hardlink;
-  decltype(&::archive_entry_size) archive_entry_size;
+  LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_FIELD)
 };
 
-struct Library {
-  Api api{};
-  std::string error; // why it could not be loaded
-};
-
-const Library& library() {
-  static const Library lib = [] {
-    Library l;
-    DynLib so(libarchive_name);
-    Api& a = l.api;
-#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
-    BUFFERLOCK_BIND(archive_error_string);
-    BUFFERLOCK_BIND(archive_write_new);
-    BUFFERLOCK_BIND(archive_write_set_format_pax);
-    BUFFERLOCK_BIND(archive_write_set_format_option);
-    BUFFERLOCK_BIND(archive_write_set_bytes_per_block);
-    BUFFERLOCK_BIND(archive_write_open);
-    BUFFERLOCK_BIND(archive_write_header);
-    BUFFERLOCK_BIND(archive_write_data);
-    BUFFERLOCK_BIND(archive_write_close);
-    BUFFERLOCK_BIND(archive_write_free);
-    BUFFERLOCK_BIND(archive_entry_new);
-    BUFFERLOCK_BIND(archive_entry_free);
-    BUFFERLOCK_BIND(archive_entry_clear);
-    BUFFERLOCK_BIND(archive_entry_set_pathname);
-    BUFFERLOCK_BIND(archive_entry_set_filetype);
-    BUFFERLOCK_BIND(archive_entry_set_perm);
-    BUFFERLOCK_BIND(archive_entry_set_size);
-    BUFFERLOCK_BIND(archive_entry_set_mtime);
-    BUFFERLOCK_BIND(archive_entry_set_symlink);
-    BUFFERLOCK_BIND(archive_read_new);
-    BUFFERLOCK_BIND(archive_read_support_format_tar);
-    BUFFERLOCK_BIND(archive_read_support_filter_zstd);
-    BUFFERLOCK_BIND(archive_read_open);
-    BUFFERLOCK_BIND(archive_read_next_header);
-    BUFFERLOCK_BIND(archive_read_data_block);
-    BUFFERLOCK_BIND(archive_read_free);
-    BUFFERLOCK_BIND(archive_entry_pathname);
-    BUFFERLOCK_BIND(archive_entry_filetype);
-    BUFFERLOCK_BIND(archive_entry_perm);
-    BUFFERLOCK_BIND(archive_entry_mtime);
-    BUFFERLOCK_BIND(archive_entry_mtime_nsec);
-    BUFFERLOCK_BIND(archive_entry_symlink);
-    BUFFERLOCK_BIND(archive_entry_hardlink);
-    BUFFERLOCK_BIND(archive_entry_size);
-#undef BUFFERLOCK_BIND
-    l.error = so.error();
-    if (!l.error.empty()) l.api = Api{};
-    return l;
-  }();
+const DynLib<Api>& library() {
+  static const DynLib<Api> lib =
+      load_library<Api>({libarchive_name}, LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                        {LIBARCHIVE_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
   return lib;
 }
 

@@ -1,8 +1,8 @@
 #include "cache/recipe.hpp"
 
+#include "cache/http_store.hpp"
 #include "cache/inputs.hpp"
 #include "cache/outputs.hpp"
-#include "cache/http_store.hpp"
 #include "cache/redis_store.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
@@ -12,6 +12,7 @@
 #include "util/clock.hpp"
 #include "util/io.hpp"
 #include "util/json.hpp"
+#include "util/sigmask.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -555,13 +556,8 @@ int http_admin(const Options& o, const HttpStore& http) {
 
 int cache_main(const Options& o) {
   // A closed stdout must give EPIPE, and a file size limit (ulimit -f) EFBIG,
-  // instead of killing us in the middle of a build. Blocked, not ignored: the
-  // command's signal mask is emptied, so it sees them as the caller left them.
-  sigset_t quiet;
-  sigemptyset(&quiet);
-  sigaddset(&quiet, SIGPIPE);
-  sigaddset(&quiet, SIGXFSZ);
-  ::sigprocmask(SIG_BLOCK, &quiet, nullptr);
+  // instead of killing us in the middle of a build.
+  block_signals({SIGPIPE, SIGXFSZ});
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();

@@ -28,12 +28,6 @@ constexpr std::size_t chunk = 1024 * 1024; // bytes per part of an entry's body:
 constexpr std::string_view temp_ttl_ms = "600000";
 constexpr int read_attempts = 3; // an entry replaced while it is read is read again
 
-std::int64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
-
 } // namespace
 
 RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
@@ -204,22 +198,32 @@ std::variant<std::vector<std::string>, SysError> RedisStore::keys_of(std::string
   // Every entry key of KEY shares its hash tag: on a cluster, the node of
   // that slot holds them all, so SCAN goes there.
   const std::string plain = entry_key(key);
-  const std::string pattern = glob_escape(plain) + "*";
   std::vector<std::string> out;
+  auto error = scan(plain, glob_escape(plain) + "*", [&](std::string_view name) -> std::optional<SysError> {
+    if (name == plain || (name.size() == plain.size() + 33 && name[plain.size()] == ':'))
+      out.emplace_back(name);
+    return std::nullopt;
+  });
+  if (error) return *error;
+  return out;
+}
+
+std::optional<SysError>
+RedisStore::scan(std::string_view node_of, const std::string& pattern,
+                 const std::function<std::optional<SysError>(std::string_view)>& each) const {
   std::string cursor = "0";
   do {
     auto r = on_client([&](RedisClient& c) {
-      return c.command(plain, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      return c.command(node_of, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
     });
     if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
     auto page = scan_page(std::get<RedisReply>(r).get());
     if (!page) return SysError{server(), "unexpected reply to SCAN"};
     cursor = std::move(page->cursor);
     for (const std::string_view name : page->names)
-      if (name == plain || (name.size() == plain.size() + 33 && name[plain.size()] == ':'))
-        out.emplace_back(name);
+      if (auto e = each(name)) return e;
   } while (cursor != "0");
-  return out;
+  return std::nullopt;
 }
 
 std::optional<SysError> RedisStore::drop(std::string_view key) const {
@@ -274,41 +278,31 @@ Lookup RedisStore::peek(std::string_view key, const Inputs& address) const {
 Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   auto keys = keys_of(key);
   if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};
-  std::vector<std::pair<std::int64_t, EntryHeader>> found;
-  for (const auto& ekey : std::get<std::vector<std::string>>(keys)) {
+  std::vector<StaleCandidate> found;
+  for (auto& ekey : std::get<std::vector<std::string>>(keys)) {
     auto h = read_header(ekey);
     if (auto* e = std::get_if<RedisError>(&h)) return unreadable(*e);
-    if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h);
-        got && got->first.key == key && got->first.outputs == outputs)
-      found.emplace_back(got->first.created_ns, std::move(got->first));
+    if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
+      found.push_back({std::move(got->first), std::move(ekey)});
   }
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [created, h] : found) {
+  return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) {
     // Served to whoever asks, whatever its inputs: read it as its own.
-    Lookup l = read_entry(key, h.address(), entry_key(key, h.address()));
-    if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
-  }
-  return {LookupState::missing, {}, {}};
+    const Inputs address = c.header.address();
+    return read_entry(key, address, entry_key(key, address));
+  });
 }
 
 std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() const {
   std::vector<ListedEntry> out;
-  const std::string pattern = entry_pattern();
-  std::string cursor = "0";
-  do {
-    auto r = call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-    if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
-    auto page = scan_page(std::get<RedisReply>(r).get());
-    if (!page) return SysError{server(), "unexpected reply to SCAN"};
-    cursor = std::move(page->cursor);
-    for (const std::string_view name : page->names) {
-      auto h = read_header(std::string(name));
-      if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
-      if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
-        out.push_back(listed_entry(got->first, got->second));
-    }
-  } while (cursor != "0");
+  // SCAN with no key goes to the first node, as call() sends it.
+  auto error = scan({}, entry_pattern(), [&](std::string_view name) -> std::optional<SysError> {
+    auto h = read_header(std::string(name));
+    if (auto* e = std::get_if<RedisError>(&h)) return SysError{server(), e->text};
+    if (const auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
+      out.push_back(listed_entry(got->first, got->second));
+    return std::nullopt;
+  });
+  if (error) return *error;
   return out;
 }
 
@@ -358,7 +352,7 @@ private:
     std::string expire = "0";
     if (const auto after = store_.expire_after()) {
       // The entry's age counts from the start of the build.
-      const std::int64_t left = after->count() - (realtime_ns() - header().created_ns);
+      const std::int64_t left = after->count() - (wall_clock_ns() - header().created_ns);
       expire = std::to_string(std::max<std::int64_t>(1, (left + 999'999) / 1'000'000));
     }
     const std::string parts = std::to_string(parts_sent());

@@ -21,6 +21,7 @@
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
 
+#include <functional>
 #include <optional>
 
 namespace bufferlock {
@@ -68,6 +69,10 @@ private:
   Lookup read_entry(std::string_view key, const Inputs& address, const std::string& ekey) const;
   // The entry keys of `key` for any inputs (SCAN on the node of its slot).
   std::variant<std::vector<std::string>, SysError> keys_of(std::string_view key) const;
+  // SCAN MATCH `pattern` on the node of `node_of`'s slot (the first node when
+  // empty), `each` called with every name found; its first error ends it.
+  std::optional<SysError> scan(std::string_view node_of, const std::string& pattern,
+                               const std::function<std::optional<SysError>(std::string_view)>& each) const;
   // The decoded header of `ekey` and the entry's size; nullopt when the
   // value is gone or is no entry.
   RedisResult<std::optional<std::pair<EntryHeader, std::uint64_t>>>

@@ -25,16 +25,20 @@ namespace {
 // headers, never linked: loaded only when a key is given.
 constexpr const char* libcrypto_name = "libcrypto.so.3";
 
+// The libcrypto functions we call, resolved once by dlsym().
+#define LIBCRYPTO_FUNCTIONS(X)                                                                               \
+  X(EVP_MAC_fetch)                                                                                           \
+  X(EVP_MAC_CTX_new)                                                                                         \
+  X(EVP_MAC_CTX_free)                                                                                        \
+  X(EVP_MAC_init)                                                                                            \
+  X(EVP_MAC_update)                                                                                          \
+  X(EVP_MAC_final)                                                                                           \
+  X(OSSL_PARAM_construct_utf8_string)                                                                        \
+  X(OSSL_PARAM_construct_end)                                                                                \
+  X(CRYPTO_memcmp)
+
 struct Api {
-  decltype(&::EVP_MAC_fetch) EVP_MAC_fetch;
-  decltype(&::EVP_MAC_CTX_new) EVP_MAC_CTX_new;
-  decltype(&::EVP_MAC_CTX_free) EVP_MAC_CTX_free;
-  decltype(&::EVP_MAC_init) EVP_MAC_init;
-  decltype(&::EVP_MAC_update) EVP_MAC_update;
-  decltype(&::EVP_MAC_final) EVP_MAC_final;
-  decltype(&::OSSL_PARAM_construct_utf8_string) OSSL_PARAM_construct_utf8_string;
-  decltype(&::OSSL_PARAM_construct_end) OSSL_PARAM_construct_end;
-  decltype(&::CRYPTO_memcmp) CRYPTO_memcmp;
+  LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_FIELD)
 };
 
 struct Library {
@@ -45,23 +49,11 @@ struct Library {
 
 const Library& library() {
   static const Library lib = [] {
-    Library l;
-    DynLib so(libcrypto_name);
-    Api& a = l.api;
-#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
-    BUFFERLOCK_BIND(EVP_MAC_fetch);
-    BUFFERLOCK_BIND(EVP_MAC_CTX_new);
-    BUFFERLOCK_BIND(EVP_MAC_CTX_free);
-    BUFFERLOCK_BIND(EVP_MAC_init);
-    BUFFERLOCK_BIND(EVP_MAC_update);
-    BUFFERLOCK_BIND(EVP_MAC_final);
-    BUFFERLOCK_BIND(OSSL_PARAM_construct_utf8_string);
-    BUFFERLOCK_BIND(OSSL_PARAM_construct_end);
-    BUFFERLOCK_BIND(CRYPTO_memcmp);
-#undef BUFFERLOCK_BIND
-    l.error = so.error();
+    auto so = load_library<Api>({libcrypto_name}, LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                                {LIBCRYPTO_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
+    Library l{so.api, nullptr, std::move(so.error)};
     if (!l.error.empty()) return l;
-    l.hmac = a.EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    l.hmac = l.api.EVP_MAC_fetch(nullptr, "HMAC", nullptr);
     if (!l.hmac) l.error = std::string(libcrypto_name) + " has no HMAC";
     return l;
   }();

@@ -21,6 +21,7 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <vector>
 
 namespace bufferlock {
@@ -286,7 +287,7 @@ std::optional<SysError> CacheStore::prepare() const {
 }
 
 std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) const {
-  return dir_ + "/" + md5_hex(key) + (inputs ? "." + inputs->hex() : std::string()) + ".entry";
+  return dir_ + "/" + entry_file_name(key, inputs);
 }
 
 Lookup CacheStore::lookup(std::string_view key, const Inputs& address) const {
@@ -336,22 +337,20 @@ std::vector<std::string> CacheStore::names_of(std::string_view key) const {
 
 Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
   // Headers first (cheap), then the full verification of the newest sound one.
-  std::vector<std::pair<std::int64_t, std::string>> found;
-  for (const auto& name : names_of(key)) {
-    const auto h = read_header_of(dir_ + "/" + name);
-    if (h && h->header && h->header->key == key && h->header->outputs == outputs)
-      found.emplace_back(h->header->created_ns, name);
+  std::vector<StaleCandidate> found;
+  for (auto& name : names_of(key)) {
+    auto h = read_header_of(dir_ + "/" + name);
+    if (h && h->header) found.push_back({std::move(*h->header), std::move(name)});
   }
-  std::sort(found.begin(), found.end(), std::greater<>());
   const std::string wanted(key);
-  for (const auto& [created, name] : found) {
-    UniqueFd fd(::open((dir_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) -> Lookup {
+    UniqueFd fd(::open((dir_ + "/" + c.name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     std::string why, bytes;
-    if (!fd) continue;
+    if (!fd) return {LookupState::missing, {}, {}};
     if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
       return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
-  }
-  return {LookupState::missing, {}, {}};
+    return {LookupState::missing, {}, {}};
+  });
 }
 
 std::optional<SysError> CacheStore::drop(std::string_view key) const {
@@ -369,6 +368,28 @@ std::optional<SysError> CacheStore::drop(std::string_view key) const {
   if (::access(dir_.c_str(), F_OK) == 0 && ::access(dir_.c_str(), R_OK | X_OK) != 0)
     return SysError{dir_, errno_text(errno)};
   return std::nullopt;
+}
+
+std::string entry_file_name(std::string_view key, const Inputs& address) {
+  std::string n = md5_hex(key);
+  if (address) n += '.' + address->hex();
+  return n + ".entry";
+}
+
+Lookup newest_readable(std::string_view key, const std::vector<std::string>& outputs,
+                       std::vector<StaleCandidate> candidates,
+                       const std::function<Lookup(const StaleCandidate&)>& read) {
+  std::erase_if(candidates,
+                [&](const StaleCandidate& c) { return c.header.key != key || c.header.outputs != outputs; });
+  // Newest first; of two as new, the greater name first (a fixed order).
+  std::sort(candidates.begin(), candidates.end(), [](const StaleCandidate& a, const StaleCandidate& b) {
+    return std::tie(a.header.created_ns, a.name) > std::tie(b.header.created_ns, b.name);
+  });
+  for (const StaleCandidate& c : candidates) {
+    Lookup l = read(c);
+    if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
+  }
+  return {LookupState::missing, {}, {}};
 }
 
 std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size) {

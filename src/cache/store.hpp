@@ -10,6 +10,7 @@
 #include "util/fd.hpp"
 #include "util/files.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,24 @@ struct ListedEntry {
 
 // What --list shows of the entry with header `h`, `stored` bytes in its store.
 ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored);
+
+// The name of the entry of `key` at `address` in a cache directory and on an
+// HTTP server: <md5 of KEY>.entry, or <md5 of KEY>.<address hex>.entry.
+std::string entry_file_name(std::string_view key, const Inputs& address);
+
+// An entry that --stale-if-error might serve: its header, and where it lies
+// (a file name, an object name, a Redis key).
+struct StaleCandidate {
+  EntryHeader header;
+  std::string name;
+};
+
+// EntryStore::newest, once for every store: of the `candidates` that are
+// KEY's with these --output PATHs, newest first, the first that `read`
+// finds; one that `read` finds unreadable (the store failed) ends the search.
+Lookup newest_readable(std::string_view key, const std::vector<std::string>& outputs,
+                       std::vector<StaleCandidate> candidates,
+                       const std::function<Lookup(const StaleCandidate&)>& read);
 
 // Whether a build stores its stderr too (--keep-stderr).
 enum class KeepStderr { no, yes };

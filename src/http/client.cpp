@@ -28,63 +28,40 @@ constexpr std::size_t file_run = 1024 * 1024;
 // a stall (--store-timeout) is seen.
 constexpr int poll_ms = 100;
 
+// The libcurl functions we call, resolved once by dlsym().
+#define LIBCURL_FUNCTIONS(X)                                                                                 \
+  X(curl_global_init)                                                                                        \
+  X(curl_easy_init)                                                                                          \
+  X(curl_easy_setopt)                                                                                        \
+  X(curl_easy_pause)                                                                                         \
+  X(curl_multi_init)                                                                                         \
+  X(curl_multi_add_handle)                                                                                   \
+  X(curl_multi_remove_handle)                                                                                \
+  X(curl_multi_perform)                                                                                      \
+  X(curl_multi_poll)                                                                                         \
+  X(curl_multi_info_read)                                                                                    \
+  X(curl_multi_strerror)                                                                                     \
+  X(curl_multi_cleanup)                                                                                      \
+  X(curl_easy_getinfo)                                                                                       \
+  X(curl_easy_reset)                                                                                         \
+  X(curl_easy_cleanup)                                                                                       \
+  X(curl_easy_strerror)                                                                                      \
+  X(curl_slist_append)                                                                                       \
+  X(curl_slist_free_all)                                                                                     \
+  X(curl_version)
+
 struct Api {
-  decltype(&::curl_global_init) curl_global_init;
-  decltype(&::curl_easy_init) curl_easy_init;
-  decltype(&::curl_easy_setopt) curl_easy_setopt;
-  decltype(&::curl_easy_pause) curl_easy_pause;
-  decltype(&::curl_multi_init) curl_multi_init;
-  decltype(&::curl_multi_add_handle) curl_multi_add_handle;
-  decltype(&::curl_multi_remove_handle) curl_multi_remove_handle;
-  decltype(&::curl_multi_perform) curl_multi_perform;
-  decltype(&::curl_multi_poll) curl_multi_poll;
-  decltype(&::curl_multi_info_read) curl_multi_info_read;
-  decltype(&::curl_multi_strerror) curl_multi_strerror;
-  decltype(&::curl_multi_cleanup) curl_multi_cleanup;
-  decltype(&::curl_easy_getinfo) curl_easy_getinfo;
-  decltype(&::curl_easy_reset) curl_easy_reset;
-  decltype(&::curl_easy_cleanup) curl_easy_cleanup;
-  decltype(&::curl_easy_strerror) curl_easy_strerror;
-  decltype(&::curl_slist_append) curl_slist_append;
-  decltype(&::curl_slist_free_all) curl_slist_free_all;
-  decltype(&::curl_version) curl_version;
+  LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_FIELD)
 };
 
-struct Library {
-  Api api{};
-  std::string error; // why it could not be loaded
-};
-
-const Library& library() {
-  static const Library lib = [] {
-    Library l;
-    DynLib so(libcurl_name);
-    Api& a = l.api;
-#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
-    BUFFERLOCK_BIND(curl_global_init);
-    BUFFERLOCK_BIND(curl_easy_init);
-    BUFFERLOCK_BIND(curl_easy_setopt);
-    BUFFERLOCK_BIND(curl_easy_pause);
-    BUFFERLOCK_BIND(curl_multi_init);
-    BUFFERLOCK_BIND(curl_multi_add_handle);
-    BUFFERLOCK_BIND(curl_multi_remove_handle);
-    BUFFERLOCK_BIND(curl_multi_perform);
-    BUFFERLOCK_BIND(curl_multi_poll);
-    BUFFERLOCK_BIND(curl_multi_info_read);
-    BUFFERLOCK_BIND(curl_multi_strerror);
-    BUFFERLOCK_BIND(curl_multi_cleanup);
-    BUFFERLOCK_BIND(curl_easy_getinfo);
-    BUFFERLOCK_BIND(curl_easy_reset);
-    BUFFERLOCK_BIND(curl_easy_cleanup);
-    BUFFERLOCK_BIND(curl_easy_strerror);
-    BUFFERLOCK_BIND(curl_slist_append);
-    BUFFERLOCK_BIND(curl_slist_free_all);
-    BUFFERLOCK_BIND(curl_version);
-#undef BUFFERLOCK_BIND
-    l.error = so.error();
-    if (l.error.empty() && l.api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+const DynLib<Api>& library() {
+  static const DynLib<Api> lib = [] {
+    auto l = load_library<Api>({libcurl_name}, LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME),
+                               {LIBCURL_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET)});
+    if (l.loaded() && l.api.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       l.error = "libcurl could not be initialised";
-    if (!l.error.empty()) l.api = Api{};
+      l.api = Api{};
+    }
     return l;
   }();
   return lib;

@@ -6,8 +6,8 @@
 #include "lock/wait_display.hpp"
 #include "messages.hpp"
 #include "util/clock.hpp"
+#include "util/sigmask.hpp"
 
-#include <signal.h>
 #include <stdlib.h>
 
 namespace bufferlock {
@@ -36,12 +36,8 @@ namespace {
 std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_dir, const std::string& key) {
   if (o.backend == Backend::redis) {
     // hiredis writes with write(2): a server that went away must give EPIPE,
-    // not kill us. Blocked rather than ignored, so that the command (whose
-    // mask is emptied) sees SIGPIPE as the caller left it.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    ::sigprocmask(SIG_BLOCK, &pipe, nullptr);
+    // not kill us.
+    block_sigpipe();
     return std::make_unique<RedisLock>(o.redis, key, o.slots);
   }
   const LockMode mode = o.shared ? LockMode::shared : LockMode::exclusive;

@@ -123,12 +123,6 @@ std::string slot_file_path(const std::string& dir, std::string_view key, unsigne
   return path;
 }
 
-std::int64_t realtime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
-
 HolderInfo file_holder_info(int fd, dev_t dev, ino_t ino, std::string_view proc_locks_text) {
   HolderInfo h;
   h.pids = parse_flock_holders(proc_locks_text, dev, ino);
@@ -236,7 +230,7 @@ void FileLock::record_holder() {
   char head[record_header_max];
   const ssize_t n = ::pread(fd_.get(), head, sizeof head, 0);
   const std::uint64_t fence = next_fence(n > 0 ? std::string_view(head, static_cast<std::size_t>(n)) : "");
-  const std::string record = encode_record({fence, ::getpid(), realtime_ns(), key_});
+  const std::string record = encode_record({fence, ::getpid(), wall_clock_ns(), key_});
   if (::pwrite(fd_.get(), record.data(), record.size(), 0) == static_cast<ssize_t>(record.size()))
     fence_ = fence;
 }
@@ -370,7 +364,7 @@ std::string FileLock::holder() {
   std::string who = describe_holders(h.pids);
   if (who.empty()) return who;
   h.pids.clear(); // said as "pid 12", the wording of flock(1) holders too
-  return "held by " + who + holder_fields(h, realtime_ns());
+  return "held by " + who + holder_fields(h, wall_clock_ns());
 }
 
 LockStatus FileLock::status() {

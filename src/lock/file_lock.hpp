@@ -96,8 +96,6 @@ private:
 // holds the lock now, so a stale record under a flock(1) holder shows nothing.
 HolderInfo file_holder_info(int fd, dev_t dev, ino_t ino, std::string_view proc_locks_text);
 
-std::int64_t realtime_ns();
-
 // "pid 12" / "pids 12, 34" for messages; empty when none are known.
 std::string describe_holders(const std::vector<pid_t>& pids);
 

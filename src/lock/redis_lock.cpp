@@ -251,7 +251,7 @@ Outcome RedisLock::try_once(const std::function<void(const RedisError&)>& on_err
   };
   if (wake_refused_) return failed(*wake_refused_);
   const std::string record = std::to_string(::getpid()) + '\n' + host_name() + '\n' +
-                             std::to_string(realtime_ns()) + '\n' + key_text_;
+                             std::to_string(wall_clock_ns()) + '\n' + key_text_;
   if (quorum_) {
     auto taken = quorum_->acquire_slot(acquire_keys_, wake_key_, token_, ttl_ms_, record, settings_.ttl);
     if (auto* e = std::get_if<RedisError>(&taken)) return failed(*e);
@@ -491,7 +491,7 @@ std::string RedisLock::holder() {
   const LockStatus s = status();
   if (s.state != LockState::held) return {};
   // The same fields as `status` prints (SPEC §9).
-  return "held by another token," + status_fields(s.info, realtime_ns());
+  return "held by another token," + status_fields(s.info, wall_clock_ns());
 }
 
 std::string RedisLock::where() const { return key_ + " on " + server(); }

@@ -23,86 +23,50 @@ namespace {
 constexpr const char* libssl_name = "libssl.so.3";
 
 // The OpenSSL functions we call, resolved once by dlsym().
+#define LIBSSL_FUNCTIONS(X)                                                                                  \
+  X(TLS_client_method)                                                                                       \
+  X(SSL_CTX_new)                                                                                             \
+  X(SSL_CTX_free)                                                                                            \
+  X(SSL_CTX_ctrl)                                                                                            \
+  X(SSL_CTX_set_options)                                                                                     \
+  X(SSL_CTX_set_verify)                                                                                      \
+  X(SSL_CTX_load_verify_locations)                                                                           \
+  X(SSL_CTX_set_default_verify_paths)                                                                        \
+  X(SSL_CTX_use_certificate_chain_file)                                                                      \
+  X(SSL_CTX_use_PrivateKey_file)                                                                             \
+  X(SSL_CTX_check_private_key)                                                                               \
+  X(SSL_new)                                                                                                 \
+  X(SSL_free)                                                                                                \
+  X(SSL_set_fd)                                                                                              \
+  X(SSL_ctrl)                                                                                                \
+  X(SSL_set1_host)                                                                                           \
+  X(SSL_get0_param)                                                                                          \
+  X(SSL_connect)                                                                                             \
+  X(SSL_read)                                                                                                \
+  X(SSL_write)                                                                                               \
+  X(SSL_get_error)                                                                                           \
+  X(SSL_get_verify_result)                                                                                   \
+  X(ERR_get_error)                                                                                           \
+  X(ERR_clear_error)                                                                                         \
+  X(ERR_reason_error_string)                                                                                 \
+  X(X509_verify_cert_error_string)                                                                           \
+  X(X509_VERIFY_PARAM_set1_ip_asc)                                                                           \
+  X(OpenSSL_version)
+
 struct Api {
-  decltype(&::TLS_client_method) TLS_client_method;
-  decltype(&::SSL_CTX_new) SSL_CTX_new;
-  decltype(&::SSL_CTX_free) SSL_CTX_free;
-  decltype(&::SSL_CTX_ctrl) SSL_CTX_ctrl;
-  decltype(&::SSL_CTX_set_options) SSL_CTX_set_options;
-  decltype(&::SSL_CTX_set_verify) SSL_CTX_set_verify;
-  decltype(&::SSL_CTX_load_verify_locations) SSL_CTX_load_verify_locations;
-  decltype(&::SSL_CTX_set_default_verify_paths) SSL_CTX_set_default_verify_paths;
-  decltype(&::SSL_CTX_use_certificate_chain_file) SSL_CTX_use_certificate_chain_file;
-  decltype(&::SSL_CTX_use_PrivateKey_file) SSL_CTX_use_PrivateKey_file;
-  decltype(&::SSL_CTX_check_private_key) SSL_CTX_check_private_key;
-  decltype(&::SSL_new) SSL_new;
-  decltype(&::SSL_free) SSL_free;
-  decltype(&::SSL_set_fd) SSL_set_fd;
-  decltype(&::SSL_ctrl) SSL_ctrl;
-  decltype(&::SSL_set1_host) SSL_set1_host;
-  decltype(&::SSL_get0_param) SSL_get0_param;
-  decltype(&::SSL_connect) SSL_connect;
-  decltype(&::SSL_read) SSL_read;
-  decltype(&::SSL_write) SSL_write;
-  decltype(&::SSL_get_error) SSL_get_error;
-  decltype(&::SSL_get_verify_result) SSL_get_verify_result;
-  decltype(&::ERR_get_error) ERR_get_error;
-  decltype(&::ERR_clear_error) ERR_clear_error;
-  decltype(&::ERR_reason_error_string) ERR_reason_error_string;
-  decltype(&::X509_verify_cert_error_string) X509_verify_cert_error_string;
-  decltype(&::X509_VERIFY_PARAM_set1_ip_asc) X509_VERIFY_PARAM_set1_ip_asc;
-  decltype(&::OpenSSL_version) OpenSSL_version;
+  LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_FIELD)
   // The errno that libssl's system calls set: in a static bufferlock,
   // libssl runs on a libc of its own, whose errno is not the binary's.
   int* (*errno_location)();
 };
 
 // The loaded library, or why it could not be loaded.
-struct Library {
-  Api api{};
-  std::string error;
-};
+using Library = DynLib<Api>;
 
 const Library& library() {
-  static const Library lib = [] {
-    Library l;
-    DynLib so(libssl_name);
-    Api& a = l.api;
-#define BUFFERLOCK_BIND(name) so.bind(a.name, #name)
-    BUFFERLOCK_BIND(TLS_client_method);
-    BUFFERLOCK_BIND(SSL_CTX_new);
-    BUFFERLOCK_BIND(SSL_CTX_free);
-    BUFFERLOCK_BIND(SSL_CTX_ctrl);
-    BUFFERLOCK_BIND(SSL_CTX_set_options);
-    BUFFERLOCK_BIND(SSL_CTX_set_verify);
-    BUFFERLOCK_BIND(SSL_CTX_load_verify_locations);
-    BUFFERLOCK_BIND(SSL_CTX_set_default_verify_paths);
-    BUFFERLOCK_BIND(SSL_CTX_use_certificate_chain_file);
-    BUFFERLOCK_BIND(SSL_CTX_use_PrivateKey_file);
-    BUFFERLOCK_BIND(SSL_CTX_check_private_key);
-    BUFFERLOCK_BIND(SSL_new);
-    BUFFERLOCK_BIND(SSL_free);
-    BUFFERLOCK_BIND(SSL_set_fd);
-    BUFFERLOCK_BIND(SSL_ctrl);
-    BUFFERLOCK_BIND(SSL_set1_host);
-    BUFFERLOCK_BIND(SSL_get0_param);
-    BUFFERLOCK_BIND(SSL_connect);
-    BUFFERLOCK_BIND(SSL_read);
-    BUFFERLOCK_BIND(SSL_write);
-    BUFFERLOCK_BIND(SSL_get_error);
-    BUFFERLOCK_BIND(SSL_get_verify_result);
-    BUFFERLOCK_BIND(ERR_get_error);
-    BUFFERLOCK_BIND(ERR_clear_error);
-    BUFFERLOCK_BIND(ERR_reason_error_string);
-    BUFFERLOCK_BIND(X509_verify_cert_error_string);
-    BUFFERLOCK_BIND(X509_VERIFY_PARAM_set1_ip_asc);
-    BUFFERLOCK_BIND(OpenSSL_version);
-#undef BUFFERLOCK_BIND
-    so.bind(a.errno_location, "__errno_location");
-    l.error = so.error();
-    if (!l.error.empty()) l.api = Api{};
-    return l;
-  }();
+  static const Library lib =
+      load_library<Api>({libssl_name}, LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_NAME) "__errno_location\0",
+                        {LIBSSL_FUNCTIONS(BUFFERLOCK_DYNLIB_OFFSET) offsetof(Api, errno_location)});
   return lib;
 }
 
