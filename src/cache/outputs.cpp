@@ -322,7 +322,8 @@ std::optional<std::string> make_locked_temp(const std::string& parent, const std
                                             UniqueFd& fd) {
   constexpr int attempts = 8; // each retry needs another restore sweeping just then
   for (int i = 0; i < attempts; ++i) {
-    path = parent + "/." + base + std::string(sibling_infix) + "XXXXXX";
+    path = parent;
+    path.append("/.").append(base).append(sibling_infix).append("XXXXXX");
     if (!::mkdtemp(path.data())) return parent + ": " + errno_text(errno);
     fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) return path + ": " + errno_text(errno);

@@ -26,6 +26,7 @@ namespace bufferlock {
 // The member, the name ("fn\0", in one string with the others) and the
 // offset in the struct of each function of an X-macro list, for a struct
 // named Api (the functions declared by the library's own headers).
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a declaration, not an expression
 #define BUFFERLOCK_DYNLIB_FIELD(fn) decltype(&::fn) fn;
 #define BUFFERLOCK_DYNLIB_NAME(fn) #fn "\0"
 #define BUFFERLOCK_DYNLIB_OFFSET(fn) offsetof(Api, fn),
