@@ -14,9 +14,7 @@ setup_file() { http_redis_setup_file; }
 teardown_file() { http_redis_teardown_file; }
 
 setup() {
-    cache_setup
-    redis_reset_shared
-    http_setup
+    http_redis_setup
     # mkdist SIZE_KIB [SLEEP]: count a build, sleep, make ./dist: SIZE_KIB of
     # random bytes (another build never makes the same tree), a few small
     # files, an executable, a symlink.
@@ -35,10 +33,7 @@ EOF
     chmod +x "$T/bin/mkdist"
     MKDIST="$T/bin/mkdist"
 }
-teardown() {
-    track_descendants
-    redis_teardown
-}
+teardown() { http_redis_teardown; }
 
 # tree_sum DIR: one digest of DIR's names, types, modes, bytes and link targets.
 tree_sum() {

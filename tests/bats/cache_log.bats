@@ -13,15 +13,10 @@ load cache_helpers
 setup_file() { http_redis_setup_file; }
 teardown_file() { http_redis_teardown_file; }
 
-setup() {
-    cache_setup
-    redis_reset_shared
-    http_setup
-}
+setup() { http_redis_setup; }
 teardown() {
     tmux -L cl kill-server 2>/dev/null || true
-    track_descendants
-    redis_teardown
+    http_redis_teardown
 }
 
 # outcome_lines: the lines of $stderr that say what a call came to.

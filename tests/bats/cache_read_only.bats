@@ -11,25 +11,14 @@ bats_require_minimum_version 1.5.0
 load http_helpers
 load cache_helpers
 
-setup_file() {
-    redis_setup_file || return 1
-    http_setup_file
-}
-teardown_file() {
-    http_teardown_file
-    redis_teardown_file
-}
+setup_file() { http_redis_setup_file; }
+teardown_file() { http_redis_teardown_file; }
 
 setup() {
-    cache_setup
-    redis_reset_shared
-    http_setup
+    http_redis_setup
     MONITOR_PID=
 }
-teardown() {
-    track_descendants
-    redis_teardown
-}
+teardown() { http_redis_teardown; }
 
 # on STORE: ON, the options of `bufferlock cache` with the test's cache
 # directory on STORE (file, redis, or http: /cache/ of the test's nginx).

@@ -256,6 +256,19 @@ http_redis_teardown_file() {
     redis_teardown_file
 }
 
+# http_redis_setup / http_redis_teardown: each test of such a suite: its
+# cache directory, the shared redis-server flushed, its own directory on
+# nginx; and every process it started stopped.
+http_redis_setup() {
+    cache_setup
+    redis_reset_shared
+    http_setup
+}
+http_redis_teardown() {
+    track_descendants
+    redis_teardown
+}
+
 # http_setup: this test's directory under every location (the objects of one
 # test never meet another's); fails if nginx is gone.
 http_setup() {
