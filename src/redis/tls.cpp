@@ -158,17 +158,12 @@ bool is_ip_address(const std::string& host) {
 std::optional<TlsSetupError> tls_prepare(const TlsFiles& files) { return context(&files).error; }
 
 std::optional<TlsSetupError> tls_check_ca(const std::string& path) {
-  const auto fail = [&](const std::string& why) { return TlsSetupError{"--tls-ca " + path + ": " + why}; };
-  if (auto why = unreadable(path)) return fail(*why);
-  const Library& lib = library();
-  if (!lib.error.empty()) return std::nullopt; // the https client's own TLS library judges it
-  const Api& a = lib.api;
-  SSL_CTX* ctx = a.SSL_CTX_new(a.TLS_client_method());
-  if (!ctx) return TlsSetupError{"cannot set up TLS: " + queue_reason()};
-  std::optional<TlsSetupError> error;
-  if (a.SSL_CTX_load_verify_locations(ctx, path.c_str(), nullptr) != 1) error = fail(queue_reason());
-  a.SSL_CTX_free(ctx);
-  return error;
+  if (auto why = unreadable(path)) return TlsSetupError{"--tls-ca " + path + ": " + *why};
+  if (!library().error.empty()) return std::nullopt; // the https client's own TLS library judges it
+  // The rediss:// set-up on a context of its own, which is not kept.
+  const Context c = make_context(TlsFiles{path, {}, {}});
+  if (c.ctx) api().SSL_CTX_free(c.ctx);
+  return c.error;
 }
 
 std::string tls_library_version() {
