@@ -80,9 +80,9 @@ Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e
       restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
   if (const int sig = hold.end()) return {false, sig};
   if (!why) return {};
-  diag::warn(message(Msg::cache_output_refused, {{"key", display_key(o.key)},
-                                                {"where", store.where(o.key, e.header.address())},
-                                                {"error", *why}}));
+  diag::warn(message(
+      Msg::cache_output_refused,
+      {{"key", display_key(o.key)}, {"where", store.where(o.key, e.header.address())}, {"error", *why}}));
   return {false, 0};
 }
 
@@ -90,6 +90,19 @@ Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e
 int stopped(Lock* lock, int sig) {
   if (lock) lock->release();
   return exit_code::signal_base + sig;
+}
+
+// Restores the entry's --output PATHs, then serves it with its -v line `m`,
+// then releases `lock` (when held): the exit status. nullopt when the outputs
+// were refused (warned): a miss. A stop signal meanwhile ends the run.
+std::optional<int> restore_and_serve(const Options& o, const EntryStore& store, const CachedEntry& e,
+                                     Lock* lock, Msg m, MessageArgs more = {}) {
+  const Restored r = restore(o, store, e);
+  if (r.stop) return stopped(lock, r.stop);
+  if (!r.ok) return std::nullopt;
+  const int status = serve_as(o, store, e, m, std::move(more));
+  if (lock) lock->release();
+  return status;
 }
 
 // Where the caller's entry is filed: its inputs and its --output list.
@@ -112,8 +125,8 @@ Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
 // side: a remote store's upload goes on meanwhile); the error when they
 // could not be.
 std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
-  const auto why =
-      pack_outputs(o.cache.outputs, [&](const char* data, std::size_t len) { return writer.append_outputs(data, len); });
+  const auto why = pack_outputs(
+      o.cache.outputs, [&](const char* data, std::size_t len) { return writer.append_outputs(data, len); });
   if (writer.error()) return writer.error();
   if (why) return SysError{"--output", *why};
   return std::nullopt;
@@ -177,7 +190,8 @@ std::optional<std::uint64_t> entry_limit(const Options& o) {
 void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
   if (store.noted_unreadable()) return; // the lookup's warning said the store failed
   if (o.cache.store == CacheStoreKind::http)
-    diag::warn(message(Msg::cache_http_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
+    diag::warn(
+        message(Msg::cache_http_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
   else if (store.remote())
     diag::warn(
         message(Msg::cache_redis_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
@@ -253,12 +267,13 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
       if (const auto changed = inputs_changed(o, *inputs, trail)) {
         // The output may come from the new inputs: filed under the old ones it
         // would serve the wrong state. Not stored; the next caller builds.
-        if (changed->empty())
-          diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
-        else
-          diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
         why_not = "its dependencies changed during the build";
-        if (!changed->empty()) why_not += " (first: " + *changed + ")";
+        if (changed->empty()) {
+          diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
+        } else {
+          diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
+          why_not += " (first: " + *changed + ")";
+        }
         writer.reset();
       }
     }
@@ -279,16 +294,15 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
       }
     }
     if (const int sig = stop_signal()) return interrupted(sig);
-    if (too_large)
+    if (too_large) {
       diag::warn(message(Msg::cache_entry_too_large, {{"key", key},
-                                                     {"stored", std::to_string(*too_large)},
-                                                     {"size", std::to_string(o.cache.max_entry)}}));
-    else if (store_error)
-      warn_not_stored(o, store, key, *store_error);
-    if (too_large)
+                                                      {"stored", std::to_string(*too_large)},
+                                                      {"size", std::to_string(o.cache.max_entry)}}));
       why_not = "its stored size, " + std::to_string(*too_large) + " bytes, is over --max-entry";
-    else if (store_error)
+    } else if (store_error) {
+      warn_not_stored(o, store, key, *store_error);
       why_not = store_error->path + ": " + store_error->reason;
+    }
     if (writer) {
       diag::debug_lazy([&] {
         return message(Msg::cache_built, {{"key", key},
@@ -353,8 +367,7 @@ int run_unlocked(const Options& o) {
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
 void rebuild_in_background(const Options& o, const EntryStore& store, const Inputs& inputs,
-                           const InputsTrail& trail, Lock& lock,
-                           const std::optional<SysError>& unusable) {
+                           const InputsTrail& trail, Lock& lock, const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
   store.after_fork();
@@ -390,23 +403,16 @@ void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs
 // holder writes no holder record, and only its file exists already. A lock
 // that cannot be taken (a Redis user that may only read) is warned about,
 // and the command runs: without storing, no lock is needed to be right.
-int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inputs, const std::string& lock_dir,
-                   const CachedEntry* stale) {
+int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inputs,
+                   const std::string& lock_dir, const CachedEntry* stale) {
   Options locking = lock_options(o, inputs);
   locking.shared = o.backend == Backend::file;
   locking.fail_open = true;
   const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
-  // Put in place and served, with its -v line; nullopt when its outputs
-  // were refused (warned).
-  const auto served = [&](const CachedEntry& e, Msg m, MessageArgs more) -> std::optional<int> {
-    const Restored r = restore(o, store, e);
-    if (r.stop) return stopped(nullptr, r.stop);
-    if (r.ok) return serve_as(o, store, e, m, std::move(more));
-    return std::nullopt;
-  };
   if (lock->status().state != LockState::held) return run_child(o.argv);
   if (stale) {
-    const auto status = served(*stale, Msg::cache_served_stale, {{"why", "another caller is rebuilding it"}});
+    const auto status = restore_and_serve(o, store, *stale, nullptr, Msg::cache_served_stale,
+                                          {{"why", "another caller is rebuilding it"}});
     return status ? *status : run_child(o.argv);
   }
   int exit_status = o.error_exit;
@@ -419,8 +425,8 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
   const Lookup got = find(o, store, inputs);
   warn_lookup(o, store, inputs, got);
   if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt))
-    if (const auto status =
-            served(got.entry, Msg::cache_waited, {{"waited", format_seconds(monotonic_now() - wait_start)}}))
+    if (const auto status = restore_and_serve(o, store, got.entry, nullptr, Msg::cache_waited,
+                                              {{"waited", format_seconds(monotonic_now() - wait_start)}}))
       return *status;
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
 }
@@ -547,9 +553,10 @@ int http_admin(const Options& o, const HttpStore& http) {
   auto counts = http.gc(o.cache.max_age, o.cache.max_size, wall_clock_ns());
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, Msg::cache_http_list_failed);
   diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done, {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
-                                        {"temps", "0"},
-                                        {"path", http.server()}});
+    return message(Msg::cache_gc_done,
+                   {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
+                    {"temps", "0"},
+                    {"path", http.server()}});
   });
   return exit_code::ok;
 }
@@ -582,7 +589,8 @@ int cache_main(const Options& o) {
         return exit_code::usage;
       }
       s.token = std::get<0>(std::move(read));
-      while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r')) s.token.pop_back();
+      while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
+        s.token.pop_back();
     }
     http.emplace(o.cache.store_url, std::move(s));
     if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
@@ -615,8 +623,9 @@ int cache_main(const Options& o) {
   if (!o.cache.sign_key.empty()) {
     auto read = EntrySigner::from_file(o.cache.sign_key);
     if (auto* why = std::get_if<std::string>(&read)) {
-      diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_sign_key_file,
-                                                              {{"path", o.cache.sign_key}, {"error", *why}})}}));
+      diag::error(message(
+          Msg::usage_hint,
+          {{"error", message(Msg::usage_sign_key_file, {{"path", o.cache.sign_key}, {"error", *why}})}}));
       return exit_code::usage;
     }
     signer.emplace(std::move(std::get<EntrySigner>(read)));
@@ -654,9 +663,7 @@ int cache_main(const Options& o) {
   // after the lock, it is the same entry (one warning), still a miss.
   std::optional<std::int64_t> refused;
   if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force) {
-    const Restored r = restore(o, store, found.entry);
-    if (r.stop) return stopped(nullptr, r.stop);
-    if (r.ok) return serve_as(o, store, found.entry, Msg::cache_hit);
+    if (const auto status = restore_and_serve(o, store, found.entry, nullptr, Msg::cache_hit)) return *status;
     refused = found.entry.header.created_ns;
     have = false; // refused outputs: a miss, rebuilt
     found = Lookup{LookupState::missing, {}, {}};
@@ -676,13 +683,10 @@ int cache_main(const Options& o) {
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
-    if (tried.status == AcquireStatus::busy) {
-      const Restored r = restore(o, store, found.entry);
-      if (r.stop) return stopped(nullptr, r.stop);
-      if (r.ok)
-        return serve_as(o, store, found.entry, Msg::cache_served_stale,
-                        {{"why", "another caller is rebuilding it"}});
-    }
+    if (tried.status == AcquireStatus::busy)
+      if (const auto status = restore_and_serve(o, store, found.entry, nullptr, Msg::cache_served_stale,
+                                                {{"why", "another caller is rebuilding it"}}))
+        return *status;
     if (tried.status == AcquireStatus::acquired) {
       const Restored r = o.cache.background ? restore(o, store, found.entry) : Restored{false, 0};
       if (r.stop) return stopped(lock.get(), r.stop);
@@ -728,9 +732,9 @@ int cache_main(const Options& o) {
       Lookup got = find(o, store, inputs);
       warn_lookup(o, store, inputs, got);
       if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt)) {
-        const Restored r = restore(o, store, got.entry);
-        if (r.stop) return stopped(nullptr, r.stop);
-        if (r.ok) return serve_as(o, store, got.entry, Msg::cache_waited, {{"waited", waited()}});
+        if (const auto status =
+                restore_and_serve(o, store, got.entry, nullptr, Msg::cache_waited, {{"waited", waited()}}))
+          return *status;
         refused = got.entry.header.created_ns;
       }
       if (const auto end = take()) return *end;
@@ -741,13 +745,9 @@ int cache_main(const Options& o) {
     again = Lookup{LookupState::missing, {}, {}};
   if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
     // Stored just after the peek, or a second round: served under the lock.
-    const Restored r = restore(o, store, again.entry);
-    if (r.stop) return stopped(lock.get(), r.stop);
-    if (r.ok) {
-      const int status = serve_as(o, store, again.entry, Msg::cache_waited, {{"waited", waited()}});
-      lock->release();
-      return status;
-    }
+    if (const auto status =
+            restore_and_serve(o, store, again.entry, lock.get(), Msg::cache_waited, {{"waited", waited()}}))
+      return *status;
   }
   if (again.state == LookupState::found) found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for

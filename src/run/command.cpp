@@ -15,9 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
-#include <utility>
 #include <cerrno>
+#include <utility>
 
 #ifdef BUFFERLOCK_COVERAGE
 extern "C" void __gcov_dump(); // libgcov (coverage builds only)
@@ -41,7 +42,9 @@ std::string exec_failed_text(const char* command, int err) {
 constexpr std::array forwarded_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 constexpr std::array stop_signals = {SIGINT, SIGTERM, SIGHUP};
 
-bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+bool is_stop_signal(int sig) {
+  return std::find(stop_signals.begin(), stop_signals.end(), sig) != stop_signals.end();
+}
 
 sigset_t stop_set() {
   sigset_t set;
@@ -115,8 +118,7 @@ int child_main(void* arg) {
   ::execvp(setup->argv[0], setup->argv);
   const int err = errno;
   setup->exec_errno = err;
-  if (setup->child_reports)
-    diag::error(exec_failed_text(setup->argv[0], err));
+  if (setup->child_reports) diag::error(exec_failed_text(setup->argv[0], err));
   ::_exit(exec_failure_status(err));
 }
 
@@ -150,9 +152,7 @@ Duties sink_duties;
 
 class SinkDuties {
 public:
-  template <class F>
-  explicit SinkDuties(const F& f)
-      : saved_(sink_duties) {
+  template <class F> explicit SinkDuties(const F& f) : saved_(sink_duties) {
     sink_duties = {[](const void* c) { return (*static_cast<const F*>(c))(); }, &f};
   }
   SinkDuties() : saved_(sink_duties) { sink_duties = {}; }
@@ -318,7 +318,8 @@ int run_child(const std::vector<std::string>& argv, const Ticker* ticker, const 
   // reaped no tick may run (its pid could be another process's by then).
   const auto duties = [&] {
     forward_signals();
-    if (next_tick_at != infinite_duration && monotonic_now() >= next_tick_at) next_tick_at = ticker->tick(child);
+    if (next_tick_at != infinite_duration && monotonic_now() >= next_tick_at)
+      next_tick_at = ticker->tick(child);
     return (!exited || exit_status_from_wait(status) == 0) && stop_after_exit == 0;
   };
   const SinkDuties for_sinks(duties);
