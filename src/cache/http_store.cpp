@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <unordered_map>
 
 namespace bufferlock {
 
@@ -414,12 +415,11 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
     kept.push_back({h.header->created_ns, stored_size(*h.header), h.name});
   }
   if (max_size) {
-    const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
-    for (const auto& name : oldest) {
-      const auto h = std::find_if(all.begin(), all.end(), [&](const Head& x) { return x.name == name; });
-      if (auto e =
-              remove(name, h != all.end() && h->header ? &*h->header : nullptr, "over --max-size (oldest)"))
-        return *e;
+    std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones: all with a header
+    for (const Head& h : all)
+      if (h.header) header_of.emplace(h.name, &*h.header);
+    for (const auto& name : over_size(std::move(kept), *max_size)) {
+      if (auto e = remove(name, header_of.at(name), "over --max-size (oldest)")) return *e;
       ++counts.entries_removed;
     }
   }
