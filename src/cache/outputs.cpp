@@ -82,10 +82,6 @@ const DynLib<Api>& library() {
 
 const Api& api() { return library().api; }
 
-// What a restore or a packing stopped by a stop signal says (the caller
-// exits 128+N and shows nothing).
-constexpr const char* interrupted = "interrupted by a signal";
-
 std::string archive_reason(archive* a) {
   const char* why = api().archive_error_string(a);
   return why ? why : "libarchive failed";
@@ -149,7 +145,7 @@ private:
     if (auto e = header(path)) return e;
     buf_.resize(io_block);
     for (off_t left = st.st_size; left > 0;) {
-      if (stop_signal() != 0) return std::string(interrupted);
+      if (stop_signal() != 0) return std::string(stopped_by_signal);
       const ssize_t n = ::read(fd.get(), buf_.data(), std::min<off_t>(left, io_block));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return path + ": " + errno_text(errno);
@@ -377,7 +373,7 @@ public:
 
   // Extracts one member; an error refuses the whole archive.
   std::optional<std::string> member(archive* a, archive_entry* e) {
-    if (stop_signal() != 0) return std::string(interrupted);
+    if (stop_signal() != 0) return std::string(stopped_by_signal);
     const char* raw = api().archive_entry_pathname(e);
     if (!raw) return std::string("a member without a name");
     std::string name = raw;
@@ -509,7 +505,7 @@ private:
     std::size_t size = 0;
     la_int64_t at = 0;
     for (;;) {
-      if (stop_signal() != 0) return std::string(interrupted);
+      if (stop_signal() != 0) return std::string(stopped_by_signal);
       const int r = api().archive_read_data_block(a, &block, &size, &at);
       if (r == ARCHIVE_EOF) break;
       if (r < ARCHIVE_WARN) return shown + ": " + archive_reason(a);

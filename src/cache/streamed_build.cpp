@@ -9,10 +9,6 @@
 
 namespace bufferlock {
 
-namespace {
-constexpr const char* interrupted = "interrupted by a signal"; // not shown: the caller exits 128+N
-} // namespace
-
 StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
                              std::int64_t created_ns, const BuildContents& what, std::size_t part_size)
     : part_size_(part_size), max_entry_(what.max_entry) {
@@ -117,7 +113,7 @@ std::optional<SysError> StreamedBuild::publish() {
   if (!end_streams()) return error_;
   if (too_large_) return std::nullopt;
   if (stop_signal() != 0) {
-    fail(SysError{"", interrupted});
+    fail(SysError{"", stopped_by_signal});
     return error_;
   }
   if (mac_) EntrySigner::seal(*mac_, header_);
@@ -165,7 +161,7 @@ bool StreamedBuild::count(std::size_t len) {
 bool StreamedBuild::flush() {
   // A stop signal after the command's end abandons the upload (the caller
   // exits 128+N): nothing more is sent, and nothing is published.
-  if (stop_signal() != 0) fail(SysError{"", interrupted});
+  if (stop_signal() != 0) fail(SysError{"", stopped_by_signal});
   if (error_ || !send_part(pending_)) {
     pending_ = std::string();
     return false;

@@ -82,6 +82,10 @@ private:
 // one that comes after the command's end is bufferlock's.
 int stop_signal();
 
+// The error text of work abandoned for a stop signal: never shown, the
+// caller exits 128+N.
+inline constexpr const char* stopped_by_signal = "interrupted by a signal";
+
 // Forks and runs the command as a child while this process waits: the signals
 // INT TERM HUP QUIT USR1 USR2 WINCH are passed on to it, and the child gets
 // SIGTERM if this process dies. Descriptors stay out of the child only if they
