@@ -418,7 +418,8 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
     std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones: all with a header
     for (const Head& h : all)
       if (h.header) header_of.emplace(h.name, &*h.header);
-    for (const auto& name : over_size(std::move(kept), *max_size)) {
+    const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
+    for (const auto& name : oldest) {
       if (auto e = remove(name, header_of.at(name), "over --max-size (oldest)")) return *e;
       ++counts.entries_removed;
     }
