@@ -89,6 +89,10 @@ status=0
 unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
   root=$1 archives=$2
   shift 2
+  # The root a mount point of its own, as / is on a real machine: a test that
+  # makes a private mount namespace of its own (unshare --propagation private)
+  # must be able to change the propagation of /.
+  mount --bind "$root" "$root"
   mount --rbind /dev "$root/dev"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"

@@ -402,6 +402,10 @@ assert_no_crash() {
 # and lock it from here as any directory).  Needs root.
 private_run_lock() {
     is_root || skip "needs root for a mount namespace"
+    # In a chroot whose / is not a mount point, the propagation of / cannot
+    # be made private, and a mount made without that could reach the host.
+    unshare -m --propagation private true 2>/dev/null ||
+        skip "no private mount namespace here (is / a mount point?)"
     local on=/run/lock
     [[ ${1:-} == --no-run-lock ]] && on=/run
     unshare -m --propagation private \
@@ -413,9 +417,11 @@ private_run_lock() {
     RUN_LOCK=/proc/$NS_PID/root/run/lock
 }
 
-# in_ns CMD...: CMD in the mount namespace of private_run_lock.
+# in_ns CMD...: CMD in the mount namespace of private_run_lock, in this root
+# and this directory (setns alone would put it at the namespace's root: out
+# of a chroot).
 in_ns() {
-    nsenter --mount --target "$NS_PID" -- "$@"
+    nsenter --mount --root --wd="$PWD" --target "$NS_PID" -- "$@"
 }
 
 # --- running as another user --------------------------------------------------
