@@ -506,6 +506,50 @@ cg_parts_sum() {
     awk '/^summary:/ { s += $2 } END { print s }' $parts
 }
 
+# ir_to_exec fills these: TOOL -> instructions, TOOL -> how they were counted
+declare -A ir ir_note
+# ir_to_exec TOOL CMD...: callgrind instructions from the first instruction
+# (ld.so included) up to entry to exec*() of the command.  A process that
+# execs never reaches callgrind's exit report, so there is no "Collected"
+# line for it; --dump-before='*execv*' writes a dump part at each exec*()
+# entry, and the parts add up to that process's count so far (a forked child
+# inherits its parent's counts).
+ir_to_exec() {
+    local t=$1
+    shift
+    local d=$tmp/cg.$t log parts collected
+    mkdir -p "$d"
+    log=$d/log
+    "$VALGRIND" --tool=callgrind --dump-before='*execv*' \
+        --callgrind-out-file="$d/cg.%p" "$@" >/dev/null 2>"$log" || true
+    parts=$(cg_parts_sum "$d")
+    collected=$(cg_collected "$log")
+    if [[ -n $parts ]]; then
+        ir[$t]=$parts
+        if [[ -n $collected ]]; then
+            ir_note[$t]="tool process 'Collected' (forks, waits, exits): $collected"
+        else
+            ir_note[$t]="process exec'd: no 'Collected' line"
+        fi
+    elif [[ -n $collected ]]; then
+        ir[$t]=$collected
+        ir_note[$t]="'Collected' at exit (no exec*() entry seen)"
+    else
+        # No exec*() symbol seen (stripped static binary?): make the exec
+        # fail instead, so the process exits and callgrind reports a total.
+        local argv=("$@")
+        argv[-1]=$tmp/no-such-command
+        "$VALGRIND" --tool=callgrind --callgrind-out-file=/dev/null \
+            "${argv[@]}" >/dev/null 2>"$log" || true
+        ir[$t]=$(cg_collected "$log")
+        if [[ -n ${ir[$t]} ]]; then
+            ir_note[$t]="FALLBACK: no exec*() symbol; 'Collected' with a command that fails to exec (includes the error path)"
+        else
+            ir_note[$t]="callgrind failed: $(tail -n 2 "$log" | tr '\n' ' ')"
+        fi
+    fi
+}
+
 # ------------------------------------------------------------- summary -----
 
 # target LABEL VALUE OP LIMIT: one summary line, VALUE against the target,
