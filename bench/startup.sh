@@ -72,7 +72,6 @@ cmd_a() {
 
 if [[ -n $VALGRIND ]]; then
     hr "(a) instructions (callgrind Ir, ld.so included)"
-    declare -A hit_ir
     for t in "${tools[@]}"; do
         cmd_a "$t"
         case $t in
