@@ -136,8 +136,12 @@ Target target(const Endpoint& endpoint, std::string_view bucket, std::string_vie
   const std::string scheme = endpoint.base.substr(0, colon + 3);
   std::string host = endpoint.base.substr(colon + 3);
   std::string path = "/";
-  if (endpoint.path_style || bucket.find('.') != std::string_view::npos) path += std::string(bucket) + "/";
-  else host = std::string(bucket) + "." + host;
+  if (endpoint.path_style || bucket.find('.') != std::string_view::npos) {
+    path += bucket; // the bucket itself (a listing) as /BUCKET, as the AWS tools send it
+    if (!key.empty()) path += "/";
+  } else {
+    host = std::string(bucket) + "." + host;
+  }
   path += key;
   return Target{host, path, scheme + host + encode_path(path)};
 }

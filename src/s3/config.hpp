@@ -61,7 +61,7 @@ std::variant<Endpoint, std::string> load_endpoint(const EnvLookup& env, const st
 // One object's request target on an endpoint.
 struct Target {
   std::string host; // the Host header: HOST[:PORT]
-  std::string path; // decoded, for the signer: /BUCKET/KEY or /KEY
+  std::string path; // decoded, for the signer: /BUCKET/KEY or /KEY; an empty KEY (the bucket): /BUCKET or /
   std::string url;  // scheme://HOST[:PORT] + the encoded path (no query)
 };
 

@@ -35,6 +35,7 @@ std::string canonical_value(std::string_view v) {
 // joined by ',' in the order given.
 std::vector<Field> canonical_headers(const std::vector<Field>& headers) {
   std::vector<Field> out;
+  out.reserve(headers.size());
   for (const auto& [name, value] : headers) out.emplace_back(lower(name), canonical_value(value));
   std::stable_sort(out.begin(), out.end(), [](const Field& a, const Field& b) { return a.first < b.first; });
   std::vector<Field> merged;
@@ -95,17 +96,21 @@ std::string encode_path(std::string_view path) { return uri_encode(path.empty() 
 
 std::string canonical_query(const std::vector<Field>& query) {
   std::vector<Field> encoded;
+  encoded.reserve(query.size());
   for (const auto& [name, value] : query) encoded.emplace_back(uri_encode(name, false), uri_encode(value, false));
   std::sort(encoded.begin(), encoded.end());
   std::string out;
-  for (const auto& [name, value] : encoded) out += (out.empty() ? "" : "&") + name + "=" + value;
+  for (const auto& [name, value] : encoded) {
+    if (!out.empty()) out += '&';
+    out.append(name).append(1, '=').append(value);
+  }
   return out;
 }
 
 std::string canonical_request(const Request& r) {
   const auto headers = canonical_headers(r.headers);
   std::string out = r.method + "\n" + encode_path(r.path) + "\n" + canonical_query(r.query) + "\n";
-  for (const auto& [name, value] : headers) out += name + ":" + value + "\n";
+  for (const auto& [name, value] : headers) out.append(name).append(1, ':').append(value).append(1, '\n');
   out += '\n';
   out += signed_header_names(headers);
   out += '\n';

@@ -225,6 +225,9 @@ TEST(S3Target, PathStyleVirtualHostedAndDottedBuckets) {
   EXPECT_EQ(path.host, "127.0.0.1:9000");
   EXPECT_EQ(path.path, "/bkt/pre/a b");
   EXPECT_EQ(path.url, "http://127.0.0.1:9000/bkt/pre/a%20b");
+  EXPECT_EQ(target({"http://127.0.0.1:9000", true}, "bkt", "").url, "http://127.0.0.1:9000/bkt");
+  EXPECT_EQ(target({"https://s3.us-east-1.amazonaws.com", false}, "bkt", "").url,
+            "https://bkt.s3.us-east-1.amazonaws.com/");
   const Target virt = target({"https://s3.us-east-1.amazonaws.com", false}, "bkt", "k");
   EXPECT_EQ(virt.host, "bkt.s3.us-east-1.amazonaws.com");
   EXPECT_EQ(virt.url, "https://bkt.s3.us-east-1.amazonaws.com/k");

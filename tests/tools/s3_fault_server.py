@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""A faulty S3 server for the bats suites: a proxy in front of the real test
+server (s3_server.js) that breaks the requests a test asks it to.
+
+Usage: s3_fault_server.py PORT CONTROL [UPSTREAM_PORT]
+
+Listens on 127.0.0.1:PORT and forwards every request as it came (its Host
+header too, so the upstream checks the client's signature) to
+127.0.0.1:UPSTREAM_PORT; without an upstream, a request that is let through
+gets 404 NoSuchKey.  The file CONTROL, read at every request, says which
+requests to break and how, in one line:
+
+  MODE [METHOD [COUNT]]
+
+METHOD (GET, PUT, POST, DELETE, HEAD or ANY, the default) picks the requests;
+COUNT of them (default: all) are broken, counted from when the line last
+changed; the others pass.  A missing or empty file is "pass".  MODE is one of
+
+  pass       forward (no fault);
+  e500       500 InternalError, in S3's XML;
+  slowdown   503 SlowDown, in S3's XML;
+  stall      the request is read; a GET then gets the upstream's headers and
+             half its body, anything else no answer at all; then nothing more
+             is sent, the connection held open (until the client gives up);
+  cut        likewise, but the connection is then closed (a body cut short,
+             an upload answered by a closed connection);
+  nochunk    a PUT sent with Transfer-Encoding: chunked gets 501
+             NotImplemented, as S3 answers it (any other request passes).
+
+One line per request is appended to LOG (CONTROL + ".log"): "METHOD TARGET
+STATUS" with STATUS the status sent, or "stall"/"cut".  "ready" is appended
+once the server listens.  It runs until it is killed (by PID).
+"""
+
+import http.client
+import os
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODES = ("pass", "e500", "slowdown", "stall", "cut", "nochunk")
+ERRORS = {
+    "e500": (500, "InternalError", "We encountered an internal error. Please try again."),
+    "slowdown": (503, "SlowDown", "Please reduce your request rate."),
+    "nochunk": (501, "NotImplemented", "A header you provided implies functionality that is not implemented"),
+}
+
+
+class Control:
+    """The CONTROL file's line, and how many faults it still asks for."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.line = None
+        self.left = None  # None: every matching request
+
+    def fault_for(self, method):
+        try:
+            with open(self.path) as f:
+                line = f.read().strip()
+        except OSError:
+            line = ""
+        with self.lock:
+            if line != self.line:
+                self.line = line
+                words = line.split()
+                self.left = int(words[2]) if len(words) > 2 else None
+            words = (line or "pass").split()
+            mode = words[0] if words[0] in MODES else "pass"
+            target = words[1].upper() if len(words) > 1 else "ANY"
+            if mode == "pass" or target not in ("ANY", method):
+                return "pass"
+            if self.left is not None:
+                if self.left <= 0:
+                    return "pass"
+                self.left -= 1
+            return mode
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        sys.stderr.write("usage: s3_fault_server.py PORT CONTROL [UPSTREAM_PORT]\n")
+        return 64
+    port, control = int(sys.argv[1]), Control(sys.argv[2])
+    upstream = int(sys.argv[3]) if len(sys.argv) == 4 else None
+    log_path = sys.argv[2] + ".log"
+    log_lock = threading.Lock()
+    held = []  # connections kept open by "stall"
+
+    def log(line):
+        with log_lock, open(log_path, "a") as f:
+            f.write(line + "\n")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # keep stderr quiet
+            pass
+
+        def read_body(self):
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                body = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return body, True
+                    body += self.rfile.read(size)
+                    self.rfile.read(2)
+            return self.rfile.read(int(self.headers.get("Content-Length", "0"))), False
+
+        def answer(self, status, headers, body, note=None):
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(name, value)
+            length = str(len(body))
+            if self.command == "HEAD":  # the length of what a GET would get
+                length = next((v for k, v in headers if k.lower() == "content-length"), length)
+            self.send_header("Content-Length", length)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            log("%s %s %s" % (self.command, self.path, note or status))
+
+        def error(self, mode):
+            status, code, message = ERRORS[mode]
+            xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message>"
+                   "<RequestId>fault</RequestId></Error>" % (code, message)).encode()
+            self.answer(status, [("Content-Type", "application/xml")], xml)
+
+        def forward(self, body, chunked):
+            if upstream is None:
+                self.error_404()
+                return None
+            conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "connection")}
+            if chunked or body:
+                headers["Content-Length"] = str(len(body))
+            conn.request(self.command, self.path, body=body if body or chunked else None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            conn.close()
+            return resp.status, resp.getheaders(), data
+
+        def error_404(self):
+            xml = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
+                   b"<Message>The specified key does not exist.</Message></Error>")
+            self.answer(404, [("Content-Type", "application/xml")], xml)
+
+        def hold(self, close):
+            """Sends nothing more: closes the connection, or keeps it until the client does."""
+            if close:
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            else:
+                held.append(self.connection)
+                try:
+                    while self.connection.recv(65536):
+                        pass
+                except OSError:
+                    pass
+            self.close_connection = True
+
+        def broken(self, mode, body, chunked):
+            """stall or cut: half a GET's body, no answer to anything else."""
+            if self.command == "GET":
+                got = self.forward(body, chunked)
+                if got is None:
+                    return
+                status, headers, data = got
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+            log("%s %s %s" % (self.command, self.path, mode))
+            self.hold(close=mode == "cut")
+
+        def handle_any(self):
+            body, chunked = self.read_body()
+            mode = control.fault_for(self.command)
+            if mode == "nochunk" and not (self.command == "PUT" and chunked):
+                mode = "pass"
+            if mode in ERRORS:
+                self.error(mode)
+            elif mode in ("stall", "cut"):
+                self.broken(mode, body, chunked)
+            else:
+                got = self.forward(body, chunked)
+                if got is not None:
+                    self.answer(*got)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    log("ready")
+    server.serve_forever(poll_interval=0.2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
