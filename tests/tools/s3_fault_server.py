@@ -33,11 +33,10 @@ once the server listens.  It runs until it is killed (by PID).
 """
 
 import http.client
-import os
-import socket
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fault_common import QuietHandler, RequestLog, serve
 
 MODES = ("pass", "e500", "slowdown", "stall", "cut", "nochunk")
 ERRORS = {
@@ -85,56 +84,36 @@ def main():
         return 64
     port, control = int(sys.argv[1]), Control(sys.argv[2])
     upstream = int(sys.argv[3]) if len(sys.argv) == 4 else None
-    log_path = sys.argv[2] + ".log"
-    log_lock = threading.Lock()
+    log = RequestLog(sys.argv[2] + ".log")
     held = []  # connections kept open by "stall"
 
-    def log(line):
-        with log_lock, open(log_path, "a") as f:
-            f.write(line + "\n")
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):  # keep stderr quiet
-            pass
-
-        def read_body(self):
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                body = b""
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        return body, True
-                    body += self.rfile.read(size)
-                    self.rfile.read(2)
-            return self.rfile.read(int(self.headers.get("Content-Length", "0"))), False
-
-        def answer(self, status, headers, body, note=None):
+    class Handler(QuietHandler):
+        def send_head(self, status, headers, length):
+            """The status line, the upstream's headers but those of the transfer, and LENGTH."""
             self.send_response(status)
             for name, value in headers:
                 if name.lower() not in ("transfer-encoding", "connection", "content-length"):
                     self.send_header(name, value)
-            length = str(len(body))
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+
+        def answer(self, status, headers, body):
+            length = len(body)
             if self.command == "HEAD":  # the length of what a GET would get
                 length = next((v for k, v in headers if k.lower() == "content-length"), length)
-            self.send_header("Content-Length", length)
-            self.end_headers()
+            self.send_head(status, headers, length)
             if self.command != "HEAD":
                 self.wfile.write(body)
-            log("%s %s %s" % (self.command, self.path, note or status))
+            log("%s %s %s" % (self.command, self.path, status))
 
-        def error(self, mode):
-            status, code, message = ERRORS[mode]
+        def s3_error(self, status, code, message):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message>"
                    "<RequestId>fault</RequestId></Error>" % (code, message)).encode()
             self.answer(status, [("Content-Type", "application/xml")], xml)
 
         def forward(self, body, chunked):
             if upstream is None:
-                self.error_404()
+                self.s3_error(404, "NoSuchKey", "The specified key does not exist.")
                 return None
             conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "connection")}
@@ -146,27 +125,6 @@ def main():
             conn.close()
             return resp.status, resp.getheaders(), data
 
-        def error_404(self):
-            xml = (b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
-                   b"<Message>The specified key does not exist.</Message></Error>")
-            self.answer(404, [("Content-Type", "application/xml")], xml)
-
-        def hold(self, close):
-            """Sends nothing more: closes the connection, or keeps it until the client does."""
-            if close:
-                try:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            else:
-                held.append(self.connection)
-                try:
-                    while self.connection.recv(65536):
-                        pass
-                except OSError:
-                    pass
-            self.close_connection = True
-
         def broken(self, mode, body, chunked):
             """stall or cut: half a GET's body, no answer to anything else."""
             if self.command == "GET":
@@ -174,16 +132,11 @@ def main():
                 if got is None:
                     return
                 status, headers, data = got
-                self.send_response(status)
-                for name, value in headers:
-                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
+                self.send_head(status, headers, len(data))
                 self.wfile.write(data[: len(data) // 2])
                 self.wfile.flush()
             log("%s %s %s" % (self.command, self.path, mode))
-            self.hold(close=mode == "cut")
+            self.hold(held, close=mode == "cut")
 
         def handle_any(self):
             body, chunked = self.read_body()
@@ -191,7 +144,7 @@ def main():
             if mode == "nochunk" and not (self.command == "PUT" and chunked):
                 mode = "pass"
             if mode in ERRORS:
-                self.error(mode)
+                self.s3_error(*ERRORS[mode])
             elif mode in ("stall", "cut"):
                 self.broken(mode, body, chunked)
             else:
@@ -201,12 +154,7 @@ def main():
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.allow_reuse_address = True
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    log("ready")
-    server.serve_forever(poll_interval=0.2)
-    return 0
+    return serve(Handler, port, log)
 
 
 if __name__ == "__main__":
