@@ -1,9 +1,10 @@
-// s3_sign [-f FILE] [-q NAME[=VALUE]]... METHOD BUCKET KEY: signs one S3
+// s3_sign [-f FILE] [-q NAME[=VALUE]]... [-u] [-t AMZDATE] METHOD BUCKET KEY: signs one S3
 // request with bufferlock's own signer (src/s3), its settings from the
 // environment as bufferlock reads them (credentials, region, endpoint), and
 // prints what curl needs to send it: the URL on the first line, then one
 // "Name: value" line per header to add. The payload hash is FILE's SHA-256
 // (the body to send), else that of an empty body; -u signs UNSIGNED-PAYLOAD.
+// -t signs at that time (YYYYMMDDTHHMMSSZ) instead of now.
 // For s3_fixture.bats: proves the signer against a server that checks it.
 #include "s3/config.hpp"
 #include "s3/credentials.hpp"
@@ -46,15 +47,17 @@ Field query_field(const std::string& arg) {
 int main(int argc, char** argv) {
   const char* file = nullptr;
   bool unsigned_body = false;
+  std::string when = amz_date(std::time(nullptr));
   std::vector<Field> query;
-  for (int opt; (opt = getopt(argc, argv, "f:q:u")) != -1;) {
+  for (int opt; (opt = getopt(argc, argv, "f:q:ut:")) != -1;) {
     if (opt == 'f') file = optarg;
+    else if (opt == 't') when = optarg;
     else if (opt == 'q') query.push_back(query_field(optarg));
     else if (opt == 'u') unsigned_body = true;
     else return 64;
   }
   if (argc - optind != 3) {
-    std::fprintf(stderr, "usage: s3_sign [-f FILE] [-q NAME[=VALUE]]... [-u] METHOD BUCKET KEY\n");
+    std::fprintf(stderr, "usage: s3_sign [-f FILE] [-q NAME[=VALUE]]... [-u] [-t AMZDATE] METHOD BUCKET KEY\n");
     return 64;
   }
   if (!crypto_error().empty()) return fail(crypto_error());
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   std::string hash = unsigned_body ? std::string(unsigned_payload) : file ? file_sha256(file) : to_hex(sha256(""));
   if (hash.empty()) return fail(std::string("cannot read ") + file);
   const Request r{argv[optind], t.path, query, {{"host", t.host}}, hash};
-  const Scope scope{std::get<0>(region), "s3", amz_date(std::time(nullptr))};
+  const Scope scope{std::get<0>(region), "s3", when};
   const std::string q = canonical_query(query);
   std::printf("%s%s%s\n", t.url.c_str(), q.empty() ? "" : "?", q.c_str());
   for (const auto& [name, value] : sign_s3(r, scope, std::get<0>(creds).credentials))
