@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -38,7 +38,7 @@ protected:
     ASSERT_EQ(mkdir((home_ + "/.aws").c_str(), 0700), 0);
     vars_["HOME"] = home_;
   }
-  void TearDown() override { std::system(("rm -rf '" + home_ + "'").c_str()); }
+  void TearDown() override { std::filesystem::remove_all(home_); }
 
   EnvLookup env() const {
     return [this](const char* name) -> const char* {
