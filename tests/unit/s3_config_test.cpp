@@ -90,27 +90,36 @@ TEST(S3Url, BucketAndPrefix) {
 }
 
 TEST(S3Url, BucketNamingRules) {
-  EXPECT_EQ(url_error("s3://"), "no bucket");
-  EXPECT_EQ(url_error("s3:///prefix"), "no bucket");
-  EXPECT_EQ(url_error("s3://ab"), "a bucket name has 3 to 63 characters");
-  EXPECT_EQ(url_error("s3://" + std::string(64, 'a')), "a bucket name has 3 to 63 characters");
+  const std::string chars = "a bucket name has only lowercase letters, digits, '.' and '-'";
+  const std::string ends = "a bucket name begins and ends with a letter or a digit";
+  const std::pair<std::string, std::string> refused[] = {
+      {"s3://", "no bucket"},
+      {"s3:///prefix", "no bucket"},
+      {"s3://ab", "a bucket name has 3 to 63 characters"},
+      {"s3://" + std::string(64, 'a'), "a bucket name has 3 to 63 characters"},
+      {"s3://My-Bucket", chars},
+      {"s3://my_bucket", chars},
+      {"s3://-bucket", ends},
+      {"s3://bucket.", ends},
+      {"s3://my..bucket", "a bucket name has no \"..\""},
+      {"s3://192.168.5.4", "a bucket name is not an IP address"},
+      {"http://bucket/x", "expected an s3://BUCKET/PREFIX URL"},
+  };
+  for (const auto& [text, why] : refused) EXPECT_EQ(url_error(text), why) << text;
   EXPECT_EQ(url("s3://" + std::string(63, 'a')).bucket.size(), 63u);
-  EXPECT_EQ(url_error("s3://My-Bucket"), "a bucket name has only lowercase letters, digits, '.' and '-'");
-  EXPECT_EQ(url_error("s3://my_bucket"), "a bucket name has only lowercase letters, digits, '.' and '-'");
-  EXPECT_EQ(url_error("s3://-bucket"), "a bucket name begins and ends with a letter or a digit");
-  EXPECT_EQ(url_error("s3://bucket."), "a bucket name begins and ends with a letter or a digit");
-  EXPECT_EQ(url_error("s3://my..bucket"), "a bucket name has no \"..\"");
-  EXPECT_EQ(url_error("s3://192.168.5.4"), "a bucket name is not an IP address");
-  EXPECT_EQ(url_error("http://bucket/x"), "expected an s3://BUCKET/PREFIX URL");
 }
 
 TEST(S3Url, PrefixRules) {
-  EXPECT_EQ(url_error("s3://bucket/a//b"), "an empty, \".\" or \"..\" folder in its prefix");
-  EXPECT_EQ(url_error("s3://bucket/a/../b"), "an empty, \".\" or \"..\" folder in its prefix");
-  EXPECT_EQ(url_error("s3://bucket/./b"), "an empty, \".\" or \"..\" folder in its prefix");
-  EXPECT_EQ(url_error("s3://bucket//"), "an empty, \".\" or \"..\" folder in its prefix");
-  EXPECT_EQ(url_error("s3://bucket/a b"), "a blank or control byte in its prefix");
-  EXPECT_EQ(url_error("s3://bucket/a?x=1"), "a query or fragment has no place in it");
+  const std::string folder = "an empty, \".\" or \"..\" folder in its prefix";
+  const std::pair<std::string, std::string> refused[] = {
+      {"s3://bucket/a//b", folder},
+      {"s3://bucket/a/../b", folder},
+      {"s3://bucket/./b", folder},
+      {"s3://bucket//", folder},
+      {"s3://bucket/a b", "a blank or control byte in its prefix"},
+      {"s3://bucket/a?x=1", "a query or fragment has no place in it"},
+  };
+  for (const auto& [text, why] : refused) EXPECT_EQ(url_error(text), why) << text;
 }
 
 TEST(IniSection, ReadsTheNamedSectionOnly) {
