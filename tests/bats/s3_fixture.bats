@@ -217,7 +217,7 @@ _same_as_botocore() { # METHOD KEY BODY|- [NAME=VALUE]...
     aws_s3 s3 cp --only-show-errors "$T/body" "$S3_STORE/body"
     url="$S3_FAULT_ENDPOINT/$S3_BUCKET/$S3_T/body" # the server answers unsigned GETs
     s3_fault stall GET
-    run curl -sS --max-time 2 -o "$T/stalled" "$url"
+    run curl -sS --max-time 5 -o "$T/stalled" "$url" # room for a loaded machine to send the first half
     assert_equal "$status" 28 # timed out
     assert_equal "$(stat -c %s "$T/stalled")" 5000
     s3_fault cut GET
