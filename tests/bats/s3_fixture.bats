@@ -180,6 +180,22 @@ _same_as_botocore() { # METHOD KEY BODY|- [NAME=VALUE]...
     assert_failure
 }
 
+@test "the fixture lists past S3's page of 1,000 keys: awscli sees all 1,001, ListObjectsV2 in two pages" {
+    s3_bulk_objects "$S3_T/many" 1001
+    run aws_s3 s3 ls "$S3_STORE/many/"
+    assert_success
+    assert_equal "${#lines[@]}" 1001
+    assert_line --index 1000 --regexp ' o1001$'
+    run s3_signed GET "" "" -q list-type=2 -q "prefix=$S3_T/many/"
+    assert_output 200
+    grep -q '<IsTruncated>true</IsTruncated>' "$T/s3-body"
+    token=$(sed -n 's:.*<NextContinuationToken>\([^<]*\)</NextContinuationToken>.*:\1:p' "$T/s3-body")
+    run s3_signed GET "" "" -q list-type=2 -q "prefix=$S3_T/many/" -q "continuation-token=$token"
+    assert_output 200
+    run grep -o '<Key>[^<]*</Key>' "$T/s3-body"
+    assert_output "<Key>$S3_T/many/o1001</Key>"
+}
+
 @test "the fault server passes signed requests through, and answers 500 and 503 SlowDown as asked, COUNT times" {
     start_s3_fault_server
     printf 'payload' >"$T/p"

@@ -114,6 +114,18 @@ s3_object_file() {
     printf '%s/data/%s/%s._S3rver_object\n' "$S3_DIR" "$S3_BUCKET" "$1"
 }
 
+# s3_bulk_objects PREFIX N: N small objects PREFIX/o0001... made on the
+# server's disk directly, as the server keeps them (thousands of PUTs would
+# take minutes): for listings past S3's page of 1,000 keys.
+s3_bulk_objects() {
+    local dir i
+    dir="$S3_DIR/data/$S3_BUCKET/$1"
+    mkdir -p "$dir" || return 1
+    for ((i = 1; i <= $2; i++)); do
+        printf '%s' "$i" >"$dir/$(printf 'o%04d' "$i")._S3rver_object" || return 1
+    done
+}
+
 # s3_signed METHOD KEY [FILE [S3_SIGN OPTIONS...]]: sends METHOD on KEY (of
 # S3_BUCKET; "" for the bucket itself) signed by s3_sign with the current
 # AWS_* settings, FILE as the body (its SHA-256 signed); prints the HTTP
