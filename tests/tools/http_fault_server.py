@@ -37,6 +37,7 @@ import socket
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 from fault_common import QuietHandler, RequestLog, serve
 
 

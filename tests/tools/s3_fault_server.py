@@ -36,6 +36,7 @@ import http.client
 import sys
 import threading
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 from fault_common import QuietHandler, RequestLog, serve
 
 MODES = ("pass", "e500", "slowdown", "stall", "cut", "nochunk")
