@@ -7,7 +7,8 @@
 #                         counters; then the checks: fuzzing, the chaos harness, the
 #                         coverage of the whole sanitizer pass, clang-tidy and cppcheck
 #   ./build.sh checks     only the checks (after ./build.sh test built the Release tree)
-#   ./build.sh deps       only install the Debian packages that are missing
+#   ./build.sh deps       only install the Debian packages that are missing (and the
+#                         S3 test server from npm, into .test-deps/)
 #
 # Environment: JOBS (parallel build jobs, default: nproc), BUFFERLOCK_SKIP_SANITIZE=1
 # to skip the sanitizer pass, BUFFERLOCK_SKIP_CHECKS=1 the checks, during development;
@@ -21,7 +22,15 @@ build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev lib
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev nlohmann-json3-dev jq util-linux tmux procps
   iproute2 python3 time redis-server redis-tools openssl strace git mandoc groff-base zsh fish bash-completion
   dpkg-dev debhelper build-essential clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 cppcheck gcovr
-  lintian rpm nginx libnginx-mod-http-dav-ext curl)
+  lintian rpm nginx libnginx-mod-http-dav-ext curl nodejs awscli ca-certificates)
+# Debian's npm, unless the installed node brought its own (NodeSource's
+# nodejs does, and conflicts with Debian's npm).
+command -v npm >/dev/null 2>&1 || test_packages+=(npm)
+# The S3 test server (tests/bats/s3_helpers.bash): from npm, as Debian has no
+# S3 server that checks signatures; pinned, installed outside git.
+s3rver_package=@20minutes/s3rver
+s3rver_version=4.0.4
+test_node_dir=.test-deps/s3rver
 jobs=${JOBS:-$(nproc)}
 # The bats suites mostly wait (for locks, timeouts, servers): four at once keep
 # two cores busy. Each suite starts its own servers on free ports.
@@ -52,6 +61,18 @@ install_packages() {
       "${missing[@]}" >/dev/null || status=$?
   [ "$made_policy" -eq 0 ] || "${sudo[@]}" rm -f "$policy"
   return "$status"
+}
+
+# npm-installs the S3 test server into $test_node_dir unless that version is there.
+install_s3rver() {
+  local installed=$test_node_dir/node_modules/$s3rver_package/package.json
+  if [ -f "$installed" ] && grep -q "\"version\": \"$s3rver_version\"" "$installed"; then
+    return 0
+  fi
+  say "npm install $s3rver_package@$s3rver_version (into $test_node_dir)"
+  mkdir -p "$test_node_dir"
+  (cd "$test_node_dir" && npm install --save-exact --no-audit --no-fund --loglevel=error \
+    "$s3rver_package@$s3rver_version" >/dev/null)
 }
 
 configure_and_build() { # DIR [cmake args...]
@@ -172,6 +193,7 @@ run_checks() {
 case "${1:-build}" in
 deps)
   install_packages "${build_packages[@]}" "${test_packages[@]}"
+  install_s3rver
   ;;
 build)
   install_packages "${build_packages[@]}"
@@ -180,6 +202,7 @@ build)
   ;;
 test)
   install_packages "${build_packages[@]}" "${test_packages[@]}"
+  install_s3rver
   say "building (Release)"
   configure_and_build build -DBUFFERLOCK_TESTS=ON -DBUFFERLOCK_REQUIRE_TESTS=ON
   run_tests build release

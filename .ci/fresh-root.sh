@@ -79,6 +79,16 @@ if [ "${#sources[@]}" -gt 0 ]; then
   for f in "${sources[@]}"; do cp "$f" "$root$f"; done
 fi
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's CA certificates, for npm (build.sh installs the S3 test server
+# from the npm registry): where the host reaches it through an intercepting
+# proxy, only the host's store trusts that proxy.
+host_ca=
+for f in "${NODE_EXTRA_CA_CERTS:-}" /etc/ssl/certs/ca-certificates.crt; do
+  [ -n "$f" ] && [ -s "$f" ] || continue
+  cp -L "$f" "$root/etc/host-ca-certificates.crt"
+  host_ca=/etc/host-ca-certificates.crt
+  break
+done
 # A clone of this checkout's HEAD, as a user would have it.
 git clone -q --no-local "$repo" "$root/root/bufferlock"
 
@@ -87,8 +97,8 @@ printf '    %s\n' "${commands[@]}"
 start=$SECONDS
 status=0
 unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
-  root=$1 archives=$2
-  shift 2
+  root=$1 archives=$2 host_ca=$3
+  shift 3
   # The root a mount point of its own, as / is on a real machine: a test that
   # makes a private mount namespace of its own (unshare --propagation private)
   # must be able to change the propagation of /.
@@ -100,10 +110,10 @@ unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
   chroot "$root" chown _apt:root /var/cache/apt/archives/partial # apt downloads as _apt
   for c in "$@"; do
     printf "==> fresh root: %s\n" "$c"
-    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" \
+    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-}" NODE_EXTRA_CA_CERTS="$host_ca" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/bash -c "cd /root/bufferlock && $c"
   done
-' fresh-root "$root" "$cache/apt-archives" "${commands[@]}" || status=$?
+' fresh-root "$root" "$cache/apt-archives" "$host_ca" "${commands[@]}" || status=$?
 say "exit status $status after $((SECONDS - start)) s"
 exit "$status"

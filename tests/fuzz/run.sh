@@ -19,7 +19,7 @@ shift 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 seconds=${FUZZ_SECONDS:-8}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(duration size redis_url cache_entry messages cli resp json)
+[[ ${#targets[@]} -gt 0 ]] || targets=(duration size redis_url cache_entry messages cli resp json s3)
 mkdir -p "$out"
 
 failed=0

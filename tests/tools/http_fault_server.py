@@ -35,9 +35,10 @@ The server runs until it is killed (the suites stop it by PID).
 import os
 import socket
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+from fault_common import QuietHandler, RequestLog, serve
 
 
 def no_accept(port):
@@ -70,36 +71,14 @@ def main():
             body = f.read()
     else:
         body = os.urandom(4096)
-    log_path = os.environ.get("FAULT_LOG")
-    log_lock = threading.Lock()
+    log = RequestLog(os.environ.get("FAULT_LOG"))
     stalled = []  # sockets kept open by "stall" and "silent"
 
-    def log(line):
-        if log_path:
-            with log_lock, open(log_path, "a") as f:
-                f.write(line + "\n")
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):  # keep stderr quiet
-            pass
-
-        def hold(self):
-            # Never answer again; keep the socket open until the client
-            # gives up (or the server is killed).
-            stalled.append(self.connection)
-            try:
-                while self.connection.recv(65536):
-                    pass
-            except OSError:
-                pass
-            self.close_connection = True
-
+    class Handler(QuietHandler):
         def do_GET(self):
             log("GET " + self.path)
             if mode == "silent":
-                self.hold()
+                self.hold(stalled)
                 return
             if mode == "putstall":
                 self.send_response(404)
@@ -126,13 +105,9 @@ def main():
             self.wfile.write(part[: len(part) // 2])
             self.wfile.flush()
             if mode == "cut":
-                try:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                self.close_connection = True
+                self.hold(stalled, close=True)
             else:
-                self.hold()
+                self.hold(stalled)
 
         def do_HEAD(self):
             log("HEAD " + self.path)
@@ -146,21 +121,7 @@ def main():
                 stalled.append(self.connection)
                 while True:  # until the client gives up and closes
                     time.sleep(3600)
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        break
-                    self.rfile.read(size + 2)
-            else:
-                left = int(self.headers.get("Content-Length", "0"))
-                while left > 0:
-                    chunk = self.rfile.read(min(left, 1 << 20))
-                    if not chunk:
-                        break
-                    left -= len(chunk)
+            self.read_body(keep=False)
             self.send_response(201)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -173,12 +134,7 @@ def main():
 
         do_DELETE = do_PROPFIND = do_POST = do_OPTIONS = refuse
 
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.allow_reuse_address = True
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    log("ready")
-    server.serve_forever(poll_interval=0.2)
-    return 0
+    return serve(Handler, port, log)
 
 
 if __name__ == "__main__":
