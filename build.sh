@@ -71,8 +71,14 @@ install_s3rver() {
   fi
   say "npm install $s3rver_package@$s3rver_version (into $test_node_dir)"
   mkdir -p "$test_node_dir"
-  (cd "$test_node_dir" && npm install --save-exact --no-audit --no-fund --loglevel=error \
-    "$s3rver_package@$s3rver_version" >/dev/null)
+  local try
+  for try in 1 2 3; do # a registry that drops a connection now and then
+    (cd "$test_node_dir" && npm install --save-exact --no-audit --no-fund --loglevel=error \
+      "$s3rver_package@$s3rver_version" >/dev/null) && return 0
+    say "npm install failed (try $try of 3)"
+    sleep $((try * 5))
+  done
+  return 1
 }
 
 configure_and_build() { # DIR [cmake args...]
