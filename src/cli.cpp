@@ -693,29 +693,15 @@ bool given(const Parsed& p, Opt id) {
   return p.given[static_cast<std::size_t>(&decl_of(id) - option_table.data())];
 }
 
-// --on-lost term stops the command before its lease ends (SPEC §7,
-// lock/lease.hpp): two renewal attempts and --kill-after must fit in the TTL
-// with the renewal period. A default that does not fit is shortened to fit
-// (each renewal timeout to at most TTL/36, then --kill-after to what leaves
-// the renewals a period to retry in); a value given (on the command line or
-// in the environment) that cannot fit is a usage error naming it.
-template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
-  RedisSettings& r = p.opts.redis;
-  const bool explicit_kill_after = given(p, Opt::kill_after);
-  const bool explicit_connect = given(p, Opt::connect_timeout), explicit_io = given(p, Opt::io_timeout);
-  if (r.on_lost == OnLost::term) {
-    const Nanos cap = lease_attempt_timeout_cap(r.ttl);
-    if (!explicit_connect) r.renew_connect_timeout = std::min(r.connect_timeout, cap);
-    if (!explicit_io) r.renew_io_timeout = std::min(r.io_timeout, cap);
-  }
-  const Nanos attempt = r.renew_connect() + r.renew_io();
-  const Nanos most = lease_max_kill_after(r.ttl, attempt);
-  if (r.on_lost != OnLost::term) {
-    // Only the moment of the one warning depends on it: never an error.
-    if (!explicit_kill_after && most >= Nanos(0)) r.kill_after = std::min(r.kill_after, most);
-    return;
-  }
-  if (most < Nanos(0)) {
+// --on-lost term and the TTL (SPEC §7, lock/lease.hpp): the defaults are
+// fitted there; a value given (on the command line or in the environment)
+// that cannot fit is a usage error naming it.
+template <class Name> void check_lease(Parsed& p, const Name& typed_name) {
+  const RedisLockSettings& r = p.opts.redis;
+  const LeaseGiven lease_given{given(p, Opt::connect_timeout), given(p, Opt::io_timeout), given(p, Opt::kill_after)};
+  const std::optional<LeaseMisfit> misfit = fit_lease(p.opts.redis, lease_given);
+  if (!misfit) return;
+  if (misfit->kind == LeaseMisfit::Kind::ttl_short) {
     // The timeouts that were given, and the shortened defaults, by name.
     const auto part = [&](bool explicit_one, Opt id) {
       return explicit_one ? std::string(typed_name(id)) : std::string("TTL/36");
@@ -723,21 +709,15 @@ template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
     usage(Msg::usage_ttl_short_for_term,
           {{"ttl", std::string(typed_name(Opt::ttl))},
            {"value", format_seconds(r.ttl)},
-           {"timeouts", part(explicit_connect, Opt::connect_timeout) + " + " + part(explicit_io, Opt::io_timeout)},
-           {"attempt", format_seconds(attempt)}});
+           {"timeouts", part(lease_given.connect_timeout, Opt::connect_timeout) + " + " +
+                            part(lease_given.io_timeout, Opt::io_timeout)},
+           {"attempt", format_seconds(misfit->attempt)}});
   }
-  if (!explicit_kill_after) {
-    // Room for retries when there is some; the most that fits otherwise.
-    const Nanos room = lease_default_kill_after(r.ttl, attempt);
-    r.kill_after = std::min(r.kill_after, room >= Nanos(0) ? room : most);
-    return;
-  }
-  if (r.kill_after <= most) return;
   usage(Msg::usage_kill_after_fit, {{"option", std::string(typed_name(Opt::kill_after))},
                                     {"value", format_seconds(r.kill_after)},
                                     {"ttl", std::string(typed_name(Opt::ttl))},
                                     {"ttl_value", format_seconds(r.ttl)},
-                                    {"most", format_seconds(most)}});
+                                    {"most", format_seconds(misfit->most)}});
 }
 
 void choose_backend(Parsed& p, const EnvLookup& getenv) {
@@ -799,7 +779,7 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
       return given(d) ? long_name(d) : d.env;
     };
     check_tls(o.redis, https_store(o), typed_name);
-    if (o.command == Command::run || o.command == Command::cache) fit_lease(p, typed_name);
+    if (o.command == Command::run || o.command == Command::cache) check_lease(p, typed_name);
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");
@@ -1115,6 +1095,35 @@ std::vector<std::string_view> options_declared(int argc, const char* const* argv
   for (std::size_t i = 0; i < named.size(); ++i)
     if (named[i]) out.push_back(option_table[i].names);
   return out;
+}
+
+LockRequest lock_request(const Options& o) {
+  LockRequest r;
+  r.key = o.key;
+  r.backend = o.backend;
+  r.dir = o.dir;
+  r.redis = o.redis;
+  r.wait = o.wait;
+  r.shared = o.shared;
+  r.slots = o.slots;
+  r.slots_given = o.slots_given;
+  r.also = o.also;
+  r.busy_exit = o.busy_exit;
+  r.error_exit = o.error_exit;
+  const bool runs_command = o.command == Command::run || o.command == Command::cache;
+  r.fail_open = o.fail_open && runs_command;
+  r.verbosity = o.verbosity;
+  r.purpose = o.command == Command::cache ? WaitFor::build : WaitFor::lock;
+  return r;
+}
+
+CacheRequest cache_request(const Options& o) {
+  CacheRequest r;
+  static_cast<LockRequest&>(r) = lock_request(o);
+  r.cache = o.cache;
+  r.argv = o.argv;
+  r.json = o.json;
+  return r;
 }
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
