@@ -155,7 +155,7 @@ int cmd_release_or_extend(const Options& o) {
 int app_main(int argc, char** argv) {
   int error_exit = exit_code::error;
   try {
-    const Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
+    Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
     error_exit = o.error_exit;
     diag::set_verbosity(o.verbosity);
     if (!o.messages_file.empty()) {
@@ -180,7 +180,7 @@ int app_main(int argc, char** argv) {
     case Command::acquire: return cmd_acquire(o);
     case Command::release:
     case Command::extend: return cmd_release_or_extend(o);
-    case Command::cache: return cache_main(cache_request(o));
+    case Command::cache: return cache_main(cache_request(std::move(o)));
     }
   } catch (const UsageError& e) {
     std::string ignored;

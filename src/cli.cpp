@@ -328,13 +328,34 @@ const OptionDecl* decl_named(std::string_view typed) {
   return nullptr;
 }
 
-// The declaration of option `id`.
-const OptionDecl& decl_of(Opt id) {
-  return *std::find_if(option_table.begin(), option_table.end(),
-                       [id](const OptionDecl& d) { return d.id == id; });
-}
+// Where each option is in the table, by its Opt (every Opt is declared once).
+constexpr std::array<std::size_t, option_table.size()> table_index = [] {
+  std::array<std::size_t, option_table.size()> at{};
+  for (std::size_t i = 0; i < option_table.size(); ++i)
+    at[static_cast<std::size_t>(option_table[i].id)] = i;
+  return at;
+}();
+static_assert(static_cast<std::size_t>(Opt::list) + 1 == option_table.size(), "an Opt without a declaration");
 
-std::size_t index_of(Opt id) { return static_cast<std::size_t>(&decl_of(id) - option_table.data()); }
+std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)]; }
+
+// The order in which the environment is read: the options that decide
+// whether others apply come first, the store (which decides whether `cache
+// --list` uses a backend), then the backend's; then the rest, in table order.
+constexpr int env_rank(const OptionDecl& d) { return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2; }
+constexpr std::size_t env_count =
+    std::count_if(option_table.begin(), option_table.end(), [](const OptionDecl& d) { return !d.env.empty(); });
+constexpr std::array<std::size_t, env_count> env_order = [] {
+  std::array<std::size_t, env_count> out{};
+  std::size_t n = 0;
+  for (const int rank : {0, 1, 2})
+    for (std::size_t i = 0; i < option_table.size(); ++i)
+      if (!option_table[i].env.empty() && env_rank(option_table[i]) == rank) out[n++] = i;
+  return out;
+}();
+
+// The declaration of option `id`.
+const OptionDecl& decl_of(Opt id) { return option_table[index_of(id)]; }
 
 // The variable that stands in for option `id`, as the table names it (a
 // string literal, so its data() ends with a NUL).
@@ -784,23 +805,20 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   return false;
 }
 
-// The options that decide whether others apply come first: the store (which
-// decides whether `cache --list` uses a backend), then the backend.
-int env_rank(const OptionDecl& d) { return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2; }
 
 // The environment stands in for every option the command line did not
 // give, where that option applies (env_applies), in the order of env_rank.
 // An empty variable counts as unset; a flag's variable is 1 (on) or 0.
 void fill_from_environment(Parsed& p, const EnvLookup& getenv) {
-  for (const int rank : {0, 1, 2})
-    for (const OptionDecl& d : option_table) {
-      if (d.env.empty() || env_rank(d) != rank || given(p, d.id) || !env_applies(p, d)) continue;
-      const char* v = env_value(getenv, d.env.data()); // a string literal: NUL-terminated
-      if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
-      if (d.value_name.empty() && v != std::string_view("1"))
-        usage(Msg::usage_bad_env, {{"option", d.env}, {"value", v}});
-      apply(p, d, d.env, d.value_name.empty() ? std::string_view{} : std::string_view(v));
-    }
+  for (const std::size_t i : env_order) {
+    const OptionDecl& d = option_table[i];
+    if (p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
+    const char* v = env_value(getenv, d.env.data()); // a string literal: NUL-terminated
+    if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
+    if (d.value_name.empty() && v != std::string_view("1"))
+      usage(Msg::usage_bad_env, {{"option", d.env}, {"value", v}});
+    apply(p, d, d.env, d.value_name.empty() ? std::string_view{} : std::string_view(v));
+  }
 }
 
 // --on-lost term and the TTL (SPEC §7, lock/lease.hpp): the defaults are
@@ -1153,40 +1171,46 @@ std::vector<std::string_view> options_declared(int argc, const char* const* argv
   return out;
 }
 
-LockRequest lock_request(const Options& o) {
+namespace {
+
+// The request of `o`'s subcommand, its members copied or (from an Options
+// about to go) moved.
+template <class O> LockRequest make_lock_request(O&& o) {
+  const Command c = o.command;
   LockRequest r;
-  r.key = o.key;
+  r.key = std::forward<O>(o).key;
   r.backend = o.backend;
-  r.dir = o.dir;
-  r.redis = o.redis;
+  r.dir = std::forward<O>(o).dir;
+  r.redis = std::forward<O>(o).redis;
   r.wait = o.wait;
   r.shared = o.shared;
   r.slots = o.slots;
   r.slots_given = o.slots_given;
-  r.also = o.also;
+  r.also = std::forward<O>(o).also;
   r.busy_exit = o.busy_exit;
   r.error_exit = o.error_exit;
-  const bool runs_command = o.command == Command::run || o.command == Command::cache;
-  r.fail_open = o.fail_open && runs_command;
+  r.fail_open = o.fail_open && (c == Command::run || c == Command::cache);
   r.verbosity = o.verbosity;
-  r.purpose = o.command == Command::cache ? WaitFor::build : WaitFor::lock;
+  r.purpose = c == Command::cache ? WaitFor::build : WaitFor::lock;
   return r;
 }
 
-CacheRequest cache_request(const Options& o) {
-  CacheRequest r;
-  static_cast<LockRequest&>(r) = lock_request(o);
-  r.cache = o.cache;
-  r.argv = o.argv;
-  r.json = o.json;
-  return r;
+} // namespace
+
+LockRequest lock_request(const Options& o) { return make_lock_request(o); }
+
+CacheRequest cache_request(Options&& o) {
+  return {make_lock_request(std::move(o)), std::move(o.cache), std::move(o.argv), o.json};
 }
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
   Parsed p;
-  // The texts of errors found before the environment is read (fill_from_environment).
+  // Read first, for the texts of errors found before the rest of the
+  // environment (fill_from_environment): --messages overrides it.
   const char* env_messages = env_value(getenv, env_of(Opt::messages));
   messages_file_seen = env_messages ? env_messages : "";
+  p.opts.messages_file = messages_file_seen;
+  p.from_env[index_of(Opt::messages)] = true; // read: the loop leaves it be
   const bool explicit_command = argc > 1 && is_subcommand(argv[1]);
   const int first = explicit_command ? 2 : 1;
   p.opts.command = subcommand_of(argc, argv);

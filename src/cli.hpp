@@ -77,8 +77,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
 // a command is run, the wait line of a build for `cache`.
 LockRequest lock_request(const Options& o);
 
-// What `bufferlock cache` is asked (o.command is cache).
-CacheRequest cache_request(const Options& o);
+// What `bufferlock cache` is asked (o.command is cache), taken from `o`.
+CacheRequest cache_request(Options&& o);
 
 // For tests of the pre-scan: every option `command` accepts, by CLI11's
 // names ("-w,--wait,--timeout") and whether it takes a value.
