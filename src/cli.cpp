@@ -1173,34 +1173,45 @@ std::vector<std::string_view> options_declared(int argc, const char* const* argv
 
 namespace {
 
-// The request of `o`'s subcommand, its members copied or (from an Options
-// about to go) moved.
-template <class O> LockRequest make_lock_request(O&& o) {
+// What the subcommand of `o` decided, and the plain values, into `r`; the
+// callers copy or move the members that own memory.
+void fill_lock_request(const Options& o, LockRequest& r) {
   const Command c = o.command;
-  LockRequest r;
-  r.key = std::forward<O>(o).key;
   r.backend = o.backend;
-  r.dir = std::forward<O>(o).dir;
-  r.redis = std::forward<O>(o).redis;
   r.wait = o.wait;
   r.shared = o.shared;
   r.slots = o.slots;
   r.slots_given = o.slots_given;
-  r.also = std::forward<O>(o).also;
   r.busy_exit = o.busy_exit;
   r.error_exit = o.error_exit;
   r.fail_open = o.fail_open && (c == Command::run || c == Command::cache);
   r.verbosity = o.verbosity;
   r.purpose = c == Command::cache ? WaitFor::build : WaitFor::lock;
-  return r;
 }
 
 } // namespace
 
-LockRequest lock_request(const Options& o) { return make_lock_request(o); }
+LockRequest lock_request(const Options& o) {
+  LockRequest r;
+  fill_lock_request(o, r);
+  r.key = o.key;
+  r.dir = o.dir;
+  r.redis = o.redis;
+  r.also = o.also;
+  return r;
+}
 
 CacheRequest cache_request(Options&& o) {
-  return {make_lock_request(std::move(o)), std::move(o.cache), std::move(o.argv), o.json};
+  CacheRequest r;
+  fill_lock_request(o, r);
+  r.key = std::move(o.key);
+  r.dir = std::move(o.dir);
+  r.redis = std::move(o.redis);
+  r.also = std::move(o.also);
+  r.cache = std::move(o.cache);
+  r.argv = std::move(o.argv);
+  r.json = o.json;
+  return r;
 }
 
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
