@@ -805,7 +805,6 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   return false;
 }
 
-
 // The environment stands in for every option the command line did not
 // give, where that option applies (env_applies), in the order of env_rank.
 // An empty variable counts as unset; a flag's variable is 1 (on) or 0.
