@@ -342,9 +342,11 @@ std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)];
 // The order in which the environment is read: the options that decide
 // whether others apply come first, the store (which decides whether `cache
 // --list` uses a backend), then the backend's; then the rest, in table order.
-constexpr int env_rank(const OptionDecl& d) { return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2; }
-constexpr std::size_t env_count =
-    std::count_if(option_table.begin(), option_table.end(), [](const OptionDecl& d) { return !d.env.empty(); });
+constexpr int env_rank(const OptionDecl& d) {
+  return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2;
+}
+constexpr std::size_t env_count = std::count_if(option_table.begin(), option_table.end(),
+                                                [](const OptionDecl& d) { return !d.env.empty(); });
 constexpr std::array<std::size_t, env_count> env_order = [] {
   std::array<std::size_t, env_count> out{};
   std::size_t n = 0;
@@ -437,7 +439,8 @@ struct Parsed {
 void redis_urls_from_env(Parsed& p, std::string_view list) {
   if (p.dir) usage(Msg::usage_both_backend_env);
   constexpr std::string_view blanks = " \t\n";
-  for (std::size_t i = list.find_first_not_of(blanks); i < list.size(); i = list.find_first_not_of(blanks, i)) {
+  for (std::size_t i = list.find_first_not_of(blanks); i < list.size();
+       i = list.find_first_not_of(blanks, i)) {
     const std::size_t end = std::min(list.find_first_of(blanks, i), list.size());
     p.redis_urls.emplace_back(list.substr(i, end - i));
     i = end;
@@ -799,7 +802,8 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   case Scope::redis: return uses_backend(p) && p.redis_url;
   case Scope::tls:
     // --tls-ca serves an http(s) store too (choose_store).
-    return (uses_backend(p) && p.redis_url && names_tls_server(p)) || (d.id == Opt::tls_ca && http_store_named(p));
+    return (uses_backend(p) && p.redis_url && names_tls_server(p)) ||
+           (d.id == Opt::tls_ca && http_store_named(p));
   case Scope::http: return http_store_named(p);
   }
   return false;
@@ -912,7 +916,8 @@ void choose_store(Parsed& p) {
   if (c.store != CacheStoreKind::http) {
     for (const auto& d : option_table)
       if (d.scope == Scope::http && given(p, d.id))
-        usage(Msg::usage_option_needs, {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
+        usage(Msg::usage_option_needs,
+              {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
     return;
   }
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage

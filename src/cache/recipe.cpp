@@ -32,7 +32,8 @@ namespace bufferlock {
 namespace {
 
 // Whether a found entry (of the caller's inputs) may be served as it is: fresh.
-bool current(const CacheRequest& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
+bool current(const CacheRequest& o, const EntryHeader& h, std::optional<Nanos> stale,
+             Freshness* age = nullptr) {
   const Freshness f = freshness(h.created_ns, wall_clock_ns(), o.cache.max_age, stale);
   if (age) *age = f;
   return f == Freshness::fresh;
@@ -59,7 +60,8 @@ void say_served(const CacheRequest& o, const EntryStore& store, const CachedEntr
 }
 
 // serve() of an entry, with its -v line.
-int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
+int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m,
+             MessageArgs more = {}) {
   say_served(o, store, e, m, std::move(more));
   return serve(o, e);
 }
@@ -134,10 +136,13 @@ std::optional<SysError> store_outputs(const CacheRequest& o, EntryBuild& writer)
 
 // The digest of --depends (nullopt without), through the stat cache of the
 // cache directory, which is written back when it learnt something.
-std::string cache_dir_of(const CacheRequest& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
+std::string cache_dir_of(const CacheRequest& o) {
+  return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir;
+}
 
 // `walk`: what the walk records or compares besides the digest.
-std::variant<Inputs, SysError> compute_inputs(const CacheRequest& o, const CacheStore& files, InputsWalk* walk) {
+std::variant<Inputs, SysError> compute_inputs(const CacheRequest& o, const CacheStore& files,
+                                              InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
   StatCache stats(files.dir());
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
@@ -187,7 +192,8 @@ std::optional<std::uint64_t> entry_limit(const CacheRequest& o) {
 }
 
 // The one warning of an output that was not stored.
-void warn_not_stored(const CacheRequest& o, const EntryStore& store, const std::string& key, const SysError& e) {
+void warn_not_stored(const CacheRequest& o, const EntryStore& store, const std::string& key,
+                     const SysError& e) {
   if (store.noted_unreadable()) return; // the lookup's warning said the store failed
   if (o.cache.store == CacheStoreKind::http)
     diag::warn(

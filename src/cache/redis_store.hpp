@@ -18,9 +18,9 @@
 
 #include "cache/store.hpp"
 #include "lock/settings.hpp"
-#include "util/diag.hpp"
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
+#include "util/diag.hpp"
 
 #include <functional>
 #include <optional>

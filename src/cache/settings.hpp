@@ -32,12 +32,12 @@ struct CacheSettings {
   std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
-  StoreUrl store_url;                            // --store http(s)://...
-  std::string store_token_file;                  // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
+  StoreUrl store_url;                          // --store http(s)://...
+  std::string store_token_file;                // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
   Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
-  std::uint64_t max_entry = 64ull * 1024 * 1024; // larger outputs are not stored (the default: Redis only)
-  bool max_entry_given = false;                  // the file and http stores have a limit only when given
-  std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes
+  std::uint64_t max_entry = 64ull * 1024 * 1024;  // larger outputs are not stored (the default: Redis only)
+  bool max_entry_given = false;                   // the file and http stores have a limit only when given
+  std::optional<std::uint64_t> max_size;          // --gc: trim the store to this many bytes
 
   bool operator==(const CacheSettings&) const = default;
 };

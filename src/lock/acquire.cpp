@@ -33,7 +33,8 @@ void report_busy(const LockRequest& o, Lock& lock, Nanos waited) {
 
 namespace {
 
-std::unique_ptr<Lock> make_one_lock(const LockRequest& o, const std::string& lock_dir, const std::string& key) {
+std::unique_ptr<Lock> make_one_lock(const LockRequest& o, const std::string& lock_dir,
+                                    const std::string& key) {
   if (o.backend == Backend::redis) {
     // hiredis writes with write(2): a server that went away must give EPIPE,
     // not kill us.

@@ -92,7 +92,8 @@ RedisResult<RedisSlotState> only(RedisResult<std::vector<RedisSlotState>> states
 
 // Over a quorum (SPEC §13): SCAN every server, then a lock is listed when a
 // majority hold it with one token.
-std::vector<ListedLock> list_quorum_locks(const RedisLockSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_quorum_locks(const RedisLockSettings& settings,
+                                          std::optional<std::string>& error) {
   QuorumClient quorum(settings.quorum, {settings.connect_timeout, settings.io_timeout});
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", quorum.server()}, {"error", e.text}});
@@ -112,7 +113,8 @@ std::vector<ListedLock> list_quorum_locks(const RedisLockSettings& settings, std
 
 } // namespace
 
-std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings,
+                                         std::optional<std::string>& error) {
   if (settings.quorum.size() > 1) return list_quorum_locks(settings, error);
   RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout},
                      settings.backoff());

@@ -24,6 +24,7 @@ std::optional<RedisLockName> parse_redis_lock_name(const LockSettings& settings,
 
 // Every lock held now, by digest then slot, with its TTL and what its holder
 // recorded. On error, the message (no prefix) in `error`.
-std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings, std::optional<std::string>& error);
+std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings,
+                                         std::optional<std::string>& error);
 
 } // namespace bufferlock

@@ -3,11 +3,11 @@
 // woken through a short-lived list instead of polling blindly.
 #pragma once
 
-#include "lock/settings.hpp"
 #include "lock/backoff.hpp"
 #include "lock/holder_record.hpp"
 #include "lock/lease.hpp"
 #include "lock/lock.hpp"
+#include "lock/settings.hpp"
 #include "redis/client.hpp"
 #include "redis/quorum.hpp"
 #include "redis/scripts.hpp"
