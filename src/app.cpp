@@ -59,9 +59,10 @@ int run_command(const Options& o, Lock* lock) {
 }
 
 int cmd_run(const Options& o) {
-  const std::unique_ptr<Lock> lock = make_lock(o, {});
+  const LockRequest request = lock_request(o);
+  const std::unique_ptr<Lock> lock = make_lock(request, {});
   int exit_status = o.error_exit;
-  const Taken taken = take_lock(o, *lock, exit_status);
+  const Taken taken = take_lock(request, *lock, exit_status);
   if (taken == Taken::stop) return exit_status;
   export_key(o);
   if (taken == Taken::unlocked) {
@@ -69,12 +70,12 @@ int cmd_run(const Options& o) {
     return run_command(o, nullptr);
   }
   lock->export_env();
-  export_slot_env(o, *lock);
+  export_slot_env(request, *lock);
   return run_command(o, lock.get());
 }
 
 int cmd_status(const Options& o) {
-  const std::unique_ptr<Lock> lock = make_lock(o, {});
+  const std::unique_ptr<Lock> lock = make_lock(lock_request(o), {});
   const LockStatus s = lock->status();
   if (s.state == LockState::error) {
     diag::error(s.error);
@@ -111,10 +112,11 @@ int cmd_list(const Options& o) {
 }
 
 int cmd_acquire(const Options& o) {
-  auto lock = make_lock(o, {});
+  const LockRequest request = lock_request(o);
+  auto lock = make_lock(request, {});
   auto& redis = static_cast<RedisLock&>(*lock);
   int exit_status = o.error_exit;
-  if (take_lock(o, redis, exit_status) != Taken::locked) return exit_status;
+  if (take_lock(request, redis, exit_status) != Taken::locked) return exit_status;
   if (write_stdout(redis.token() + "\n") != 0) {
     redis.release(); // nobody learnt the token: do not leave the lock behind
     return o.error_exit;
@@ -123,7 +125,7 @@ int cmd_acquire(const Options& o) {
 }
 
 int cmd_release_or_extend(const Options& o) {
-  auto lock = make_lock(o, {});
+  auto lock = make_lock(lock_request(o), {});
   auto& redis = static_cast<RedisLock&>(*lock);
   if (o.token.empty()) throw UsageError(Msg::usage_bad_token, {{"value", o.token}}, o.messages_file);
   redis.use_token(o.token);
@@ -153,7 +155,7 @@ int cmd_release_or_extend(const Options& o) {
 int app_main(int argc, char** argv) {
   int error_exit = exit_code::error;
   try {
-    const Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
+    Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
     error_exit = o.error_exit;
     diag::set_verbosity(o.verbosity);
     if (!o.messages_file.empty()) {
@@ -178,7 +180,7 @@ int app_main(int argc, char** argv) {
     case Command::acquire: return cmd_acquire(o);
     case Command::release:
     case Command::extend: return cmd_release_or_extend(o);
-    case Command::cache: return cache_main(o);
+    case Command::cache: return cache_main(cache_request(std::move(o)));
     }
   } catch (const UsageError& e) {
     std::string ignored;

@@ -101,10 +101,24 @@ enum class Opt {
   list,
 };
 
-// Which subcommands know an option: every one, those of the redis backend
-// (refused with the file backend; tls: with a plain redis:// URL too), or
-// `cache` alone.
-enum class Scope { any, redis, tls, cache };
+// What an option belongs to, which says where it is accepted and where its
+// variable is read: anything; the choice of backend (a variable only where
+// the command line chose none); the lock's wait and slots (read where a
+// backend is used); the redis backend (refused with the file backend; tls:
+// with a plain redis:// URL too); `cache` alone; or the http store alone
+// (refused with another store).
+enum class Scope { any, backend, lock, redis, tls, cache, http };
+
+// The subcommands that take an option, a bit for each Command; given to
+// another, it is refused (usage_option_not_here).
+using Commands = unsigned;
+constexpr Commands command_bit(Command c) { return 1u << static_cast<unsigned>(c); }
+constexpr Commands subcommands_of_a_key = command_bit(Command::run) | command_bit(Command::cache) |
+                                          command_bit(Command::status) | command_bit(Command::acquire) |
+                                          command_bit(Command::release) | command_bit(Command::extend) |
+                                          command_bit(Command::list);
+constexpr Commands every_command = subcommands_of_a_key | command_bit(Command::help) |
+                                   command_bit(Command::version) | command_bit(Command::list_messages);
 
 // One option, declared once: CLI11 gets the names, the help texts the rest.
 struct OptionDecl {
@@ -116,6 +130,7 @@ struct OptionDecl {
   std::string_view default_text; // for --help; empty: none shown
   std::string_view env;          // the variable that stands in for it; empty: none
   Scope scope;
+  Commands commands = subcommands_of_a_key;
 };
 
 constexpr std::string_view g_backend = "Backend";
@@ -132,17 +147,17 @@ constexpr std::string_view g_messages = "Messages";
 // In --help order. Names accepted but not shown: see hidden_names.
 constexpr std::array<OptionDecl, 55> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
-     "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::any},
+     "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
      "a Redis server shared by many machines: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
      "rediss://... (the same over TLS), unix:///PATH[?db=N], "
      "redis-sentinel://HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER; give it N times for a quorum "
      "of N masters; password also from BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH",
-     "", "BUFFERLOCK_REDIS", Scope::any},
+     "", "BUFFERLOCK_REDIS", Scope::backend},
     {Opt::nonblock, "-n,--nonblock,--nb", "", g_waiting, "try once; if busy, skip the command (the default)",
      "", "", Scope::any},
     {Opt::wait, "-w,--wait,--timeout", "SECONDS", g_waiting,
-     "wait up to SECONDS (5, 0.25, 250ms, 2m, inf; 0 = -n)", "0; cache: inf", "BUFFERLOCK_WAIT", Scope::any},
+     "wait up to SECONDS (5, 0.25, 250ms, 2m, inf; 0 = -n)", "0; cache: inf", "BUFFERLOCK_WAIT", Scope::lock},
     {Opt::busy_exit, "-E,--busy-exit,--conflict-exit-code", "N", g_exit,
      "status when busy or the wait ran out", "75", "", Scope::any},
     {Opt::error_exit, "--error-exit", "N", g_exit, "status when the lock could not be taken", "69", "",
@@ -155,10 +170,11 @@ constexpr std::array<OptionDecl, 55> option_table = {{
     {Opt::slots, "--slots", "N", g_keys,
      "up to N holders at once (1-1000; every caller of KEY must give the same N); the command gets "
      "BUFFERLOCK_SLOT",
-     "1", "BUFFERLOCK_SLOTS", Scope::any},
+     "1", "BUFFERLOCK_SLOTS", Scope::lock,
+     command_bit(Command::run) | command_bit(Command::cache) | command_bit(Command::status)},
     {Opt::also, "--also", "KEY2", g_keys,
      "take KEY2 as well, all or nothing, in a fixed order (repeatable; the --wait covers them all)", "", "",
-     Scope::any},
+     Scope::any, command_bit(Command::run) | command_bit(Command::cache)},
     {Opt::close, "-o,--close", "", g_running,
      "fork; the command does not inherit the lock, and bufferlock releases it when the command exits "
      "(redis: always)",
@@ -242,10 +258,10 @@ constexpr std::array<OptionDecl, 55> option_table = {{
      "file", "BUFFERLOCK_CACHE_STORE", Scope::cache},
     {Opt::store_token_file, "--store-token-file", "FILE", g_cache,
      "http store: send FILE's token as \"Authorization: Bearer\" (FILE: its owner's alone)", "",
-     "BUFFERLOCK_STORE_TOKEN_FILE", Scope::cache},
+     "BUFFERLOCK_STORE_TOKEN_FILE", Scope::http},
     {Opt::store_timeout, "--store-timeout", "SECONDS", g_cache,
      "http store: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
-     "BUFFERLOCK_STORE_TIMEOUT", Scope::cache},
+     "BUFFERLOCK_STORE_TIMEOUT", Scope::http},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "every store: a larger output is served but not stored (suffix K, M or G)",
      "redis: 64M; file, http: none", "", Scope::cache},
@@ -262,12 +278,12 @@ constexpr std::array<OptionDecl, 55> option_table = {{
      Scope::cache},
     {Opt::json, "-J,--json", "", g_output,
      "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
-     Scope::any},
+     Scope::any, command_bit(Command::status) | command_bit(Command::list) | command_bit(Command::cache)},
     {Opt::verbose, "-v,--verbose", "", g_messages, "say when the lock was taken, and who holds a busy one",
      "", "", Scope::any},
     {Opt::quiet, "-q,--quiet", "", g_messages, "no warnings (errors are still printed)", "", "", Scope::any},
     {Opt::messages, "--messages", "FILE", g_messages, "message texts from FILE, lines \"key = text\"", "",
-     "BUFFERLOCK_MESSAGES", Scope::any},
+     "BUFFERLOCK_MESSAGES", Scope::any, every_command},
     {Opt::list_messages, "--list-messages", "", g_messages, "print every message key with its default text",
      "", "", Scope::any},
     {Opt::help, "-h,--help", "", g_messages, "show this help", "", "", Scope::any},
@@ -312,17 +328,45 @@ const OptionDecl* decl_named(std::string_view typed) {
   return nullptr;
 }
 
-// The declaration of option `id`.
-const OptionDecl& decl_of(Opt id) {
-  return *std::find_if(option_table.begin(), option_table.end(),
-                       [id](const OptionDecl& d) { return d.id == id; });
+// Where each option is in the table, by its Opt (every Opt is declared once).
+constexpr std::array<std::size_t, option_table.size()> table_index = [] {
+  std::array<std::size_t, option_table.size()> at{};
+  for (std::size_t i = 0; i < option_table.size(); ++i)
+    at[static_cast<std::size_t>(option_table[i].id)] = i;
+  return at;
+}();
+static_assert(static_cast<std::size_t>(Opt::list) + 1 == option_table.size(), "an Opt without a declaration");
+
+std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)]; }
+
+// The order in which the environment is read: the options that decide
+// whether others apply come first, the store (which decides whether `cache
+// --list` uses a backend), then the backend's; then the rest, in table order.
+constexpr int env_rank(const OptionDecl& d) {
+  return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2;
 }
+constexpr std::size_t env_count = std::count_if(option_table.begin(), option_table.end(),
+                                                [](const OptionDecl& d) { return !d.env.empty(); });
+constexpr std::array<std::size_t, env_count> env_order = [] {
+  std::array<std::size_t, env_count> out{};
+  std::size_t n = 0;
+  for (const int rank : {0, 1, 2})
+    for (std::size_t i = 0; i < option_table.size(); ++i)
+      if (!option_table[i].env.empty() && env_rank(option_table[i]) == rank) out[n++] = i;
+  return out;
+}();
+
+// The declaration of option `id`.
+const OptionDecl& decl_of(Opt id) { return option_table[index_of(id)]; }
 
 // The variable that stands in for option `id`, as the table names it (a
 // string literal, so its data() ends with a NUL).
 const char* env_of(Opt id) { return decl_of(id).env.data(); }
 
-bool declared_for(const OptionDecl& d, Command c) { return d.scope != Scope::cache || c == Command::cache; }
+// Options of `cache` alone are unknown to the other subcommands.
+bool cache_only(const OptionDecl& d) { return d.scope == Scope::cache || d.scope == Scope::http; }
+
+bool declared_for(const OptionDecl& d, Command c) { return !cache_only(d) || c == Command::cache; }
 
 // The table as the pre-scan reads it for `command`: an option it does not
 // accept has no names (CLI11 leaves it unknown, and it is reported as such).
@@ -384,14 +428,32 @@ struct Parsed {
   bool no_fork = false;
   std::optional<std::string> store;              // --store as given
   std::array<bool, option_table.size()> given{}; // on the command line
+  std::array<bool, option_table.size()> from_env{}; // by its variable (fill_from_environment)
   std::array<bool, option_table.size()> named{}; // found by the pre-scan: declared to CLI11
 };
+
+// BUFFERLOCK_REDIS="URL URL URL": a quorum, as --redis given thrice. Any
+// run of blanks separates (a list may be wrapped over lines). It is read
+// only when the command line chose no backend, so a BUFFERLOCK_DIR read
+// before it is one too.
+void redis_urls_from_env(Parsed& p, std::string_view list) {
+  if (p.dir) usage(Msg::usage_both_backend_env);
+  constexpr std::string_view blanks = " \t\n";
+  for (std::size_t i = list.find_first_not_of(blanks); i < list.size();
+       i = list.find_first_not_of(blanks, i)) {
+    const std::size_t end = std::min(list.find_first_of(blanks, i), list.size());
+    p.redis_urls.emplace_back(list.substr(i, end - i));
+    i = end;
+  }
+  if (!p.redis_urls.empty()) p.redis_url = p.redis_urls.front();
+}
 
 // Applies one option's value (empty for a flag); `typed` names it in messages
 // (the option, or the environment variable that stood in for it).
 void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
-  p.given[static_cast<std::size_t>(&decl - option_table.data())] = true;
+  const bool from_env = !decl.env.empty() && typed == decl.env;
+  (from_env ? p.from_env : p.given)[static_cast<std::size_t>(&decl - option_table.data())] = true;
   // --tls-ca serves an https store too (check_store_options).
   const bool store_ca = decl.id == Opt::tls_ca && o.command == Command::cache;
   if ((decl.scope == Scope::redis || (decl.scope == Scope::tls && !store_ca)) && p.first_redis_option.empty())
@@ -402,10 +464,17 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     p.dir = std::string(value);
     break;
   case Opt::redis:
+    if (from_env) {
+      redis_urls_from_env(p, value);
+      break;
+    }
     if (!p.redis_url) p.redis_url = std::string(value);
     p.redis_urls.emplace_back(value);
     break;
-  case Opt::nonblock: p.wait = Nanos(0); break;
+  case Opt::nonblock: // --wait 0, so BUFFERLOCK_WAIT does not stand in for it
+    p.wait = Nanos(0);
+    p.given[index_of(Opt::wait)] = true;
+    break;
   case Opt::wait: p.wait = duration_value(typed, value, AllowInfinite::yes, Msg::usage_bad_wait); break;
   case Opt::busy_exit: o.busy_exit = exit_status_value(typed, value); break;
   case Opt::error_exit: o.error_exit = exit_status_value(typed, value); break;
@@ -689,33 +758,82 @@ bool https_store(const Options& o) {
   return o.command == Command::cache && o.cache.store == CacheStoreKind::http && o.cache.store_url.tls;
 }
 
-bool given(const Parsed& p, Opt id) {
-  return p.given[static_cast<std::size_t>(&decl_of(id) - option_table.data())];
+// Whether the command line gave option `id`.
+bool given(const Parsed& p, Opt id) { return p.given[index_of(id)]; }
+
+// Whether the command line or the environment gave option `id`.
+bool given_anywhere(const Parsed& p, Opt id) { return given(p, id) || p.from_env[index_of(id)]; }
+
+// How messages name option `id`: as typed when the command line gave it,
+// else by its variable.
+std::string_view typed_name_of(const Parsed& p, Opt id) {
+  const OptionDecl& d = decl_of(id);
+  return given(p, id) ? long_name(d) : d.env;
 }
 
-// --on-lost term stops the command before its lease ends (SPEC §7,
-// lock/lease.hpp): two renewal attempts and --kill-after must fit in the TTL
-// with the renewal period. A default that does not fit is shortened to fit
-// (each renewal timeout to at most TTL/36, then --kill-after to what leaves
-// the renewals a period to retry in); a value given (on the command line or
-// in the environment) that cannot fit is a usage error naming it.
-template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
-  RedisSettings& r = p.opts.redis;
-  const bool explicit_kill_after = given(p, Opt::kill_after);
-  const bool explicit_connect = given(p, Opt::connect_timeout), explicit_io = given(p, Opt::io_timeout);
-  if (r.on_lost == OnLost::term) {
-    const Nanos cap = lease_attempt_timeout_cap(r.ttl);
-    if (!explicit_connect) r.renew_connect_timeout = std::min(r.connect_timeout, cap);
-    if (!explicit_io) r.renew_io_timeout = std::min(r.io_timeout, cap);
+// Whether this run uses a lock backend: all but `cache --gc`, and `cache
+// --list` of a store other than Redis.
+bool uses_backend(const Parsed& p) {
+  const Options& o = p.opts;
+  if (o.command != Command::cache || o.cache.gc) return o.command != Command::cache;
+  return !o.cache.list || (p.store && *p.store == "redis");
+}
+
+bool http_store_named(const Parsed& p) { return p.store && is_http_store(*p.store); }
+
+// A rediss:// URL among those named (unparsable ones are reported later).
+bool names_tls_server(const Parsed& p) {
+  return std::any_of(p.redis_urls.begin(), p.redis_urls.end(), [](const std::string& text) {
+    const auto url = parse_redis_url(text);
+    return std::holds_alternative<RedisUrl>(url) && std::get<RedisUrl>(url).tls;
+  });
+}
+
+// Whether the variable of `d` is read in this run: where its option would
+// be accepted and is used.
+bool env_applies(const Parsed& p, const OptionDecl& d) {
+  const Command c = p.opts.command;
+  if ((d.commands & command_bit(c)) == 0 || !declared_for(d, c)) return false;
+  switch (d.scope) {
+  case Scope::any:
+  case Scope::cache: return true;
+  case Scope::backend: return uses_backend(p) && !given(p, Opt::dir) && !given(p, Opt::redis);
+  case Scope::lock: return uses_backend(p);
+  case Scope::redis: return uses_backend(p) && p.redis_url;
+  case Scope::tls:
+    // --tls-ca serves an http(s) store too (choose_store).
+    return (uses_backend(p) && p.redis_url && names_tls_server(p)) ||
+           (d.id == Opt::tls_ca && http_store_named(p));
+  case Scope::http: return http_store_named(p);
   }
-  const Nanos attempt = r.renew_connect() + r.renew_io();
-  const Nanos most = lease_max_kill_after(r.ttl, attempt);
-  if (r.on_lost != OnLost::term) {
-    // Only the moment of the one warning depends on it: never an error.
-    if (!explicit_kill_after && most >= Nanos(0)) r.kill_after = std::min(r.kill_after, most);
-    return;
+  return false;
+}
+
+// The environment stands in for every option the command line did not
+// give, where that option applies (env_applies), in the order of env_rank.
+// An empty variable counts as unset; a flag's variable is 1 (on) or 0.
+void fill_from_environment(Parsed& p, const EnvLookup& getenv) {
+  for (const std::size_t i : env_order) {
+    const OptionDecl& d = option_table[i];
+    if (p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
+    const char* v = env_value(getenv, d.env.data()); // a string literal: NUL-terminated
+    if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
+    if (d.value_name.empty() && v != std::string_view("1"))
+      usage(Msg::usage_bad_env, {{"option", d.env}, {"value", v}});
+    apply(p, d, d.env, d.value_name.empty() ? std::string_view{} : std::string_view(v));
   }
-  if (most < Nanos(0)) {
+}
+
+// --on-lost term and the TTL (SPEC §7, lock/lease.hpp): the defaults are
+// fitted there; a value given (on the command line or in the environment)
+// that cannot fit is a usage error naming it.
+template <class Name> void check_lease(Parsed& p, const Name& typed_name) {
+  const RedisLockSettings& r = p.opts.redis;
+  const LeaseGiven lease_given{given_anywhere(p, Opt::connect_timeout), given_anywhere(p, Opt::io_timeout),
+                               given_anywhere(p, Opt::kill_after)};
+  const std::optional<LeaseMisfit> misfit = fit_lease(p.opts.redis, lease_given);
+  if (!misfit) return;
+  if (misfit->kind == LeaseMisfit::Kind::ttl_short) {
     // The timeouts that were given, and the shortened defaults, by name.
     const auto part = [&](bool explicit_one, Opt id) {
       return explicit_one ? std::string(typed_name(id)) : std::string("TTL/36");
@@ -723,44 +841,20 @@ template <class Name> void fit_lease(Parsed& p, const Name& typed_name) {
     usage(Msg::usage_ttl_short_for_term,
           {{"ttl", std::string(typed_name(Opt::ttl))},
            {"value", format_seconds(r.ttl)},
-           {"timeouts", part(explicit_connect, Opt::connect_timeout) + " + " + part(explicit_io, Opt::io_timeout)},
-           {"attempt", format_seconds(attempt)}});
+           {"timeouts", part(lease_given.connect_timeout, Opt::connect_timeout) + " + " +
+                            part(lease_given.io_timeout, Opt::io_timeout)},
+           {"attempt", format_seconds(misfit->attempt)}});
   }
-  if (!explicit_kill_after) {
-    // Room for retries when there is some; the most that fits otherwise.
-    const Nanos room = lease_default_kill_after(r.ttl, attempt);
-    r.kill_after = std::min(r.kill_after, room >= Nanos(0) ? room : most);
-    return;
-  }
-  if (r.kill_after <= most) return;
   usage(Msg::usage_kill_after_fit, {{"option", std::string(typed_name(Opt::kill_after))},
                                     {"value", format_seconds(r.kill_after)},
                                     {"ttl", std::string(typed_name(Opt::ttl))},
                                     {"ttl_value", format_seconds(r.ttl)},
-                                    {"most", format_seconds(most)}});
+                                    {"most", format_seconds(misfit->most)}});
 }
 
 void choose_backend(Parsed& p, const EnvLookup& getenv) {
   Options& o = p.opts;
   if (p.dir && p.redis_url) usage(Msg::usage_both_backends);
-  if (!p.dir && !p.redis_url) {
-    const char* env_dir = env_value(getenv, env_of(Opt::dir));
-    const char* env_redis = env_value(getenv, env_of(Opt::redis));
-    if (env_dir && env_redis) usage(Msg::usage_both_backend_env);
-    if (env_dir) p.dir = env_dir;
-    if (env_redis) {
-      // BUFFERLOCK_REDIS="URL URL URL": a quorum, as --redis given thrice.
-      // Any run of blanks separates (a list may be wrapped over lines).
-      const std::string_view list = env_redis, blanks = " \t\n";
-      for (std::size_t i = list.find_first_not_of(blanks); i < list.size();
-           i = list.find_first_not_of(blanks, i)) {
-        const std::size_t end = std::min(list.find_first_of(blanks, i), list.size());
-        p.redis_urls.emplace_back(list.substr(i, end - i));
-        i = end;
-      }
-      if (!p.redis_urls.empty()) p.redis_url = p.redis_urls.front();
-    }
-  }
   if (p.redis_url) {
     o.backend = Backend::redis;
     for (const auto& text : p.redis_urls) {
@@ -782,24 +876,9 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
     if (o.redis.quorum.size() == 1) o.redis.quorum.clear();
     check_quorum(o.redis.quorum);
     if (o.shared) usage(Msg::usage_shared_with_redis);
-    // Environment equivalents of the redis options the command line did not
-    // give; those of TLS only for a rediss:// URL.
-    const auto on_command_line = p.given;
-    const auto given = [&](const OptionDecl& d) {
-      return on_command_line[static_cast<std::size_t>(&d - option_table.data())];
-    };
-    for (const auto& decl : option_table) {
-      if (decl.env.empty() || given(decl)) continue;
-      if (decl.scope != Scope::redis && !(decl.scope == Scope::tls && uses_tls(o.redis))) continue;
-      const std::string name(decl.env);
-      if (const char* v = env_value(getenv, name.c_str())) apply(p, decl, name, v);
-    }
-    const auto typed_name = [&](Opt id) -> std::string_view {
-      const OptionDecl& d = decl_of(id);
-      return given(d) ? long_name(d) : d.env;
-    };
+    const auto typed_name = [&](Opt id) { return typed_name_of(p, id); };
     check_tls(o.redis, https_store(o), typed_name);
-    if (o.command == Command::run || o.command == Command::cache) fit_lease(p, typed_name);
+    if (o.command == Command::run || o.command == Command::cache) check_lease(p, typed_name);
   } else {
     o.backend = Backend::file;
     o.dir = p.dir.value_or("");
@@ -810,8 +889,6 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
   }
   if (p.wait) {
     o.wait = *p.wait;
-  } else if (const char* env_wait = env_value(getenv, env_of(Opt::wait))) {
-    o.wait = duration_value(env_of(Opt::wait), env_wait, AllowInfinite::yes, Msg::usage_bad_wait);
   } else if (o.command == Command::cache) {
     o.wait = infinite_duration; // a cache miss waits for the builder (SPEC §8)
   }
@@ -819,12 +896,11 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
 
 // --store (BUFFERLOCK_CACHE_STORE): the cache directory, the Redis server,
 // or an HTTP server (SPEC §15, §18); the options only an http store takes.
-void choose_store(Parsed& p, const EnvLookup& getenv) {
+void choose_store(Parsed& p) {
   CacheSettings& c = p.opts.cache;
-  const char* env_store = p.store ? nullptr : env_value(getenv, env_of(Opt::store));
-  if (p.store || env_store) {
-    const std::string_view typed = p.store ? std::string_view("--store") : env_of(Opt::store);
-    const std::string_view store = p.store ? std::string_view(*p.store) : std::string_view(env_store);
+  if (p.store) {
+    const std::string_view typed = typed_name_of(p, Opt::store);
+    const std::string_view store = *p.store;
     if (store == "redis") {
       c.store = CacheStoreKind::redis;
     } else if (is_http_store(store)) {
@@ -838,32 +914,17 @@ void choose_store(Parsed& p, const EnvLookup& getenv) {
     }
   }
   if (c.store != CacheStoreKind::http) {
-    for (const Opt id : {Opt::store_token_file, Opt::store_timeout})
-      if (given(p, id))
+    for (const auto& d : option_table)
+      if (d.scope == Scope::http && given(p, d.id))
         usage(Msg::usage_option_needs,
-              {{"option", long_name(decl_of(id))}, {"value", "an http:// or https:// --store"}});
+              {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
     return;
-  }
-  for (const Opt id : {Opt::store_token_file, Opt::store_timeout, Opt::tls_ca}) {
-    const OptionDecl& d = decl_of(id);
-    if (given(p, id)) continue;
-    const std::string name(d.env);
-    if (const char* v = env_value(getenv, name.c_str())) apply(p, d, name, v);
   }
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
   // error now, not a store that fails verification on every run.
   const std::string& ca = p.opts.redis.tls.ca;
   if (c.store_url.tls && !ca.empty())
     if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
-}
-
-// BUFFERLOCK_CACHE_READ_ONLY, where --read-only was not given: 1 turns it on, 0 leaves it off.
-void read_only_from_env(Parsed& p, const EnvLookup& getenv) {
-  const char* name = env_of(Opt::read_only);
-  const char* v = given(p, Opt::read_only) ? nullptr : env_value(getenv, name);
-  if (!v || v == std::string_view("0")) return;
-  if (v != std::string_view("1")) usage(Msg::usage_bad_env, {{"option", name}, {"value", v}});
-  p.opts.cache.read_only = true;
 }
 
 // A read-only call changes nothing in the store: --force, --drop and --gc
@@ -889,24 +950,21 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
     usage(Msg::usage_store_servers, {{"count", std::to_string(p.opts.redis.quorum.size())}});
 }
 
-// --slots (or BUFFERLOCK_SLOTS) and --also: where they apply, and not with
+// An option given to a subcommand that does not take it (SPEC §14: --slots,
+// --also; --json).
+void refuse_options_not_here(const Parsed& p) {
+  const Command c = p.opts.command;
+  for (const OptionDecl& d : option_table)
+    if (given(p, d.id) && (d.commands & command_bit(c)) == 0)
+      usage(Msg::usage_option_not_here,
+            {{"option", long_name(d)}, {"command", subcommands[static_cast<std::size_t>(c)]}});
+}
+
+// --slots (or BUFFERLOCK_SLOTS): the command is told its slot; not with
 // --shared (SPEC §14).
-void check_slots_and_keys(Parsed& p, const EnvLookup& getenv) {
+void check_slots(Parsed& p) {
   Options& o = p.opts;
-  const std::string_view command = subcommands[static_cast<std::size_t>(o.command)];
-  const bool slots_apply =
-      o.command == Command::run || o.command == Command::cache || o.command == Command::status;
-  const bool also_applies = o.command == Command::run || o.command == Command::cache;
-  if (given(p, Opt::slots) && !slots_apply)
-    usage(Msg::usage_option_not_here, {{"option", "--slots"}, {"command", command}});
-  if (!o.also.empty() && !also_applies)
-    usage(Msg::usage_option_not_here, {{"option", "--also"}, {"command", command}});
-  o.slots_given = given(p, Opt::slots);
-  if (!o.slots_given && slots_apply)
-    if (const char* env = env_value(getenv, env_of(Opt::slots))) {
-      o.slots = slots_value(env_of(Opt::slots), env);
-      o.slots_given = true;
-    }
+  o.slots_given = given_anywhere(p, Opt::slots);
   if (o.shared && (given(p, Opt::slots) || o.slots != 1)) usage(Msg::usage_slots_shared);
 }
 
@@ -958,7 +1016,7 @@ std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* a
   if (it != rest.end() && *it != "--" && looks_like_option(*it)) {
     const std::string typed = it->substr(0, it->find('='));
     const OptionDecl* d = decl_named(typed);
-    if (d && d->scope == Scope::cache) usage(Msg::usage_cache_option, {{"option", typed}});
+    if (d && cache_only(*d)) usage(Msg::usage_cache_option, {{"option", typed}});
     usage(Msg::usage_unknown_option, {{"option", typed}});
   }
   dashdash_before_key = it != rest.end() && *it == "--";
@@ -1117,17 +1175,64 @@ std::vector<std::string_view> options_declared(int argc, const char* const* argv
   return out;
 }
 
+namespace {
+
+// What the subcommand of `o` decided, and the plain values, into `r`; the
+// callers copy or move the members that own memory.
+void fill_lock_request(const Options& o, LockRequest& r) {
+  const Command c = o.command;
+  r.backend = o.backend;
+  r.wait = o.wait;
+  r.shared = o.shared;
+  r.slots = o.slots;
+  r.slots_given = o.slots_given;
+  r.busy_exit = o.busy_exit;
+  r.error_exit = o.error_exit;
+  r.fail_open = o.fail_open && (c == Command::run || c == Command::cache);
+  r.verbosity = o.verbosity;
+  r.purpose = c == Command::cache ? WaitFor::build : WaitFor::lock;
+}
+
+} // namespace
+
+LockRequest lock_request(const Options& o) {
+  LockRequest r;
+  fill_lock_request(o, r);
+  r.key = o.key;
+  r.dir = o.dir;
+  r.redis = o.redis;
+  r.also = o.also;
+  return r;
+}
+
+CacheRequest cache_request(Options&& o) {
+  CacheRequest r;
+  fill_lock_request(o, r);
+  r.key = std::move(o.key);
+  r.dir = std::move(o.dir);
+  r.redis = std::move(o.redis);
+  r.also = std::move(o.also);
+  r.cache = std::move(o.cache);
+  r.argv = std::move(o.argv);
+  r.json = o.json;
+  return r;
+}
+
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv, Declare declare) {
   Parsed p;
+  // Read first, for the texts of errors found before the rest of the
+  // environment (fill_from_environment): --messages overrides it.
   const char* env_messages = env_value(getenv, env_of(Opt::messages));
   messages_file_seen = env_messages ? env_messages : "";
   p.opts.messages_file = messages_file_seen;
+  p.from_env[index_of(Opt::messages)] = true; // read: the loop leaves it be
   const bool explicit_command = argc > 1 && is_subcommand(argv[1]);
   const int first = explicit_command ? 2 : 1;
   p.opts.command = subcommand_of(argc, argv);
   bool dashdash = false;
   const std::vector<std::string> words = parse_options(p, argc, argv, first, declare, dashdash);
   Options& o = p.opts;
+  fill_from_environment(p, getenv);
   if (o.command == Command::help || o.command == Command::version || o.command == Command::list_messages)
     return o;
   const bool have_key = !words.empty();
@@ -1138,18 +1243,13 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   }
   const auto after_key = have_key ? words.begin() + 1 : words.end();
   if (o.command == Command::cache) {
-    if (o.cache.dir.empty())
-      if (const char* d = env_value(getenv, env_of(Opt::cache_dir))) o.cache.dir = d;
-    if (o.cache.sign_key.empty())
-      if (const char* k = env_value(getenv, env_of(Opt::sign_key))) o.cache.sign_key = k;
-    read_only_from_env(p, getenv);
     const CacheSettings& c = o.cache;
     if (c.drop && c.gc) usage(Msg::usage_drop_and_gc);
     check_read_only(p);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
     if (o.json && !c.list) usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});
-    choose_store(p, getenv);
+    choose_store(p);
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
     if (c.background && !c.stale)
@@ -1167,9 +1267,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       return o;
     }
   }
-  if (o.json && o.command != Command::status && o.command != Command::list)
-    usage(Msg::usage_option_not_here,
-          {{"option", "--json"}, {"command", subcommands[static_cast<std::size_t>(o.command)]}});
+  refuse_options_not_here(p);
   if (o.command == Command::list) {
     if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
   } else if (!have_key) {
@@ -1204,7 +1302,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     usage(Msg::usage_extra_argument, {{"value", "-c"}});
   if (o.close && p.no_fork) usage(Msg::usage_close_and_no_fork);
 
-  check_slots_and_keys(p, getenv);
+  check_slots(p);
   if (o.command == Command::cache && o.cache.store == CacheStoreKind::redis)
     check_redis_store(p, getenv);
   else

@@ -3,11 +3,11 @@
 #pragma once
 
 #include "argv_scan.hpp"
-#include "http/url.hpp"
+#include "cache/recipe.hpp"
+#include "cache/settings.hpp"
+#include "lock/acquire.hpp"
+#include "lock/settings.hpp"
 #include "messages.hpp"
-#include "redis/tls.hpp"
-#include "redis/url.hpp"
-#include "util/backoff.hpp"
 #include "util/diag.hpp"
 #include "util/duration.hpp"
 
@@ -21,75 +21,12 @@
 namespace bufferlock {
 
 enum class Command { run, cache, status, acquire, release, extend, list, help, version, list_messages };
-enum class Backend { file, redis };
-enum class OnLost { warn, term };
-enum class CacheStoreKind { file, redis, http };
-
-struct RedisSettings {
-  RedisUrl url;
-  std::optional<std::string> password; // from the URL, BUFFERLOCK_REDIS_PASSWORD or REDISCLI_AUTH
-  Nanos ttl = std::chrono::seconds(60);
-  std::string key_prefix = "buffer:lock:";
-  bool hash_tag = false;
-  Nanos connect_timeout = std::chrono::seconds(1);
-  Nanos io_timeout = std::chrono::seconds(1);
-  Nanos step = std::chrono::milliseconds(1);
-  double ratio = 2.0;
-  Nanos max_step = std::chrono::milliseconds(500);
-  // The waiting back-off, which also paces TRYAGAIN retries (SPEC §13).
-  Backoff backoff() const { return {step, ratio, max_step}; }
-  // How long an infinite wait retries a server that has not answered once
-  // in this run (a typo in a port): then the wait ends with the error (SPEC §7).
-  Nanos outage_allowance = std::chrono::seconds(30);
-  OnLost on_lost = OnLost::warn;
-  Nanos kill_after = std::chrono::seconds(10);
-  // The timeouts of a renewal attempt and of the release, once the lock is
-  // held: connect_timeout and io_timeout unless --on-lost term shortened
-  // the defaulted ones to fit the lease into the TTL (SPEC §7, fit_lease).
-  std::optional<Nanos> renew_connect_timeout, renew_io_timeout;
-  Nanos renew_connect() const { return renew_connect_timeout.value_or(connect_timeout); }
-  Nanos renew_io() const { return renew_io_timeout.value_or(io_timeout); }
-  TlsFiles tls; // rediss:// only
-  // --redis given N > 1 times: N independent masters, each URL with its
-  // password (SPEC §13); `url` is the first of them.
-  std::vector<RedisUrl> quorum;
-
-  bool operator==(const RedisSettings&) const = default;
-};
-
-struct CacheSettings {
-  std::string dir;                             // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
-  std::optional<Nanos> max_age;                // entries older than this are misses
-  std::optional<Nanos> stale;                  // ... but served while someone rebuilds, this much longer
-  bool background = false;                     // the caller that rebuilds serves stale and rebuilds detached
-  bool stale_if_error = false;                 // a failed rebuild serves the old entry
-  bool drop = false;                           // --drop KEY
-  bool gc = false;                             // --gc
-  bool list = false;                           // --list
-  bool force = false;                          // rebuild even when fresh
-  bool read_only = false;                      // --read-only: serve, never write the store
-  bool keep_stderr = false;                    // store stderr too, replay it on hits
-  std::vector<std::string> depends;            // --depends PATH...
-  std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories
-  std::vector<std::string> outputs;            // --output PATH...: files the build makes
-  std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
-  bool compress = false;                       // --compress: zstd in the file store (Redis: always)
-  CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
-  StoreUrl store_url;                            // --store http(s)://...
-  std::string store_token_file;                  // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
-  Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
-  std::uint64_t max_entry = 64ull * 1024 * 1024; // larger outputs are not stored (the default: Redis only)
-  bool max_entry_given = false;                  // the file and http stores have a limit only when given
-  std::optional<std::uint64_t> max_size;         // --gc: trim the store to this many bytes
-
-  bool operator==(const CacheSettings&) const = default;
-};
 
 struct Options {
   Command command = Command::run;
   Backend backend = Backend::file;
   std::string dir;     // file backend: lock directory; empty = the default one
-  RedisSettings redis; // redis backend
+  RedisLockSettings redis; // redis backend
   CacheSettings cache;
   Nanos wait{0}; // 0 = try once; infinite_duration = forever
   int busy_exit = 75;
@@ -135,6 +72,13 @@ enum class Declare { named, every };
 // chosen backend reads. Throws UsageError with the message text.
 Options parse_command_line(int argc, const char* const* argv, const EnvLookup& getenv,
                            Declare declare = Declare::named);
+
+// The lock that the subcommand of `o` takes, and how: --fail-open only where
+// a command is run, the wait line of a build for `cache`.
+LockRequest lock_request(const Options& o);
+
+// What `bufferlock cache` is asked (o.command is cache), taken from `o`.
+CacheRequest cache_request(Options&& o);
 
 // For tests of the pre-scan: every option `command` accepts, by CLI11's
 // names ("-w,--wait,--timeout") and whether it takes a value.

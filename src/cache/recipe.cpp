@@ -32,13 +32,14 @@ namespace bufferlock {
 namespace {
 
 // Whether a found entry (of the caller's inputs) may be served as it is: fresh.
-bool current(const Options& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
+bool current(const CacheRequest& o, const EntryHeader& h, std::optional<Nanos> stale,
+             Freshness* age = nullptr) {
   const Freshness f = freshness(h.created_ns, wall_clock_ns(), o.cache.max_age, stale);
   if (age) *age = f;
   return f == Freshness::fresh;
 }
 
-int serve(const Options& o, const CachedEntry& e, bool with_stderr = true) {
+int serve(const CacheRequest& o, const CachedEntry& e, bool with_stderr = true) {
   serve_entry(e, STDOUT_FILENO); // a reader that went away is its own business
   if (with_stderr && o.cache.keep_stderr) serve_entry_stderr(e, STDERR_FILENO);
   return exit_code::ok;
@@ -47,7 +48,7 @@ int serve(const Options& o, const CachedEntry& e, bool with_stderr = true) {
 // -v: the one line that says what a call came to (man page, "Reading the
 // log"): `m` is cache_hit, cache_waited or cache_served_stale, about the
 // entry served; `more` adds the message's own values.
-void say_served(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m,
+void say_served(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m,
                 MessageArgs more = {}) {
   if (!diag::verbose()) return;
   const Nanos age(std::max<std::int64_t>(0, wall_clock_ns() - e.header.created_ns));
@@ -59,7 +60,8 @@ void say_served(const Options& o, const EntryStore& store, const CachedEntry& e,
 }
 
 // serve() of an entry, with its -v line.
-int serve_as(const Options& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
+int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m,
+             MessageArgs more = {}) {
   say_served(o, store, e, m, std::move(more));
   return serve(o, e);
 }
@@ -73,7 +75,7 @@ struct Restored {
 // Puts the entry's --output PATHs in place (nothing to do without); not ok,
 // with one warning, when its archive is refused or cannot be restored. A
 // stop signal meanwhile ends it with its temporary trees removed.
-Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
+Restored restore(const CacheRequest& o, const EntryStore& store, const CachedEntry& e) {
   if (e.header.outputs.empty()) return {};
   HoldStopSignals hold;
   const auto why =
@@ -95,7 +97,7 @@ int stopped(Lock* lock, int sig) {
 // Restores the entry's --output PATHs, then serves it with its -v line `m`,
 // then releases `lock` (when held): the exit status. nullopt when the outputs
 // were refused (warned): a miss. A stop signal meanwhile ends the run.
-std::optional<int> restore_and_serve(const Options& o, const EntryStore& store, const CachedEntry& e,
+std::optional<int> restore_and_serve(const CacheRequest& o, const EntryStore& store, const CachedEntry& e,
                                      Lock* lock, Msg m, MessageArgs more = {}) {
   const Restored r = restore(o, store, e);
   if (r.stop) return stopped(lock, r.stop);
@@ -106,25 +108,25 @@ std::optional<int> restore_and_serve(const Options& o, const EntryStore& store, 
 }
 
 // Where the caller's entry is filed: its inputs and its --output list.
-Inputs address(const Options& o, const Inputs& inputs) { return entry_address(inputs, o.cache.outputs); }
+Inputs address(const CacheRequest& o, const Inputs& inputs) { return entry_address(inputs, o.cache.outputs); }
 
 // A found entry that holds other --output PATHs than the caller's (another
 // list, as given): a miss.
-Lookup same_outputs(const Options& o, Lookup l) {
+Lookup same_outputs(const CacheRequest& o, Lookup l) {
   if (l.state == LookupState::found && l.entry.header.outputs != o.cache.outputs)
     return {LookupState::missing, {}, {}};
   return l;
 }
 
 // The entry of KEY and inputs, when it holds the caller's --output PATHs.
-Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
+Lookup find(const CacheRequest& o, const EntryStore& store, const Inputs& inputs) {
   return same_outputs(o, store.lookup(o.key, address(o, inputs)));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the
 // side: a remote store's upload goes on meanwhile); the error when they
 // could not be.
-std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
+std::optional<SysError> store_outputs(const CacheRequest& o, EntryBuild& writer) {
   const auto why = pack_outputs(
       o.cache.outputs, [&](const char* data, std::size_t len) { return writer.append_outputs(data, len); });
   if (writer.error()) return writer.error();
@@ -134,10 +136,13 @@ std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
 
 // The digest of --depends (nullopt without), through the stat cache of the
 // cache directory, which is written back when it learnt something.
-std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
+std::string cache_dir_of(const CacheRequest& o) {
+  return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir;
+}
 
 // `walk`: what the walk records or compares besides the digest.
-std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files, InputsWalk* walk) {
+std::variant<Inputs, SysError> compute_inputs(const CacheRequest& o, const CacheStore& files,
+                                              InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
   StatCache stats(files.dir());
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
@@ -149,7 +154,7 @@ std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore
 
 // -v: each --depends PATH that is not there, which counts as an input
 // state of its own (a typo reads as "missing").
-void say_missing_depends(const Options& o) {
+void say_missing_depends(const CacheRequest& o) {
   for (const auto& path : o.cache.depends) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) continue;
@@ -159,7 +164,7 @@ void say_missing_depends(const Options& o) {
 
 // Whether the inputs differ now from `before` (whose walk left `trail`), or
 // cannot be read now: the first path that did (empty when none can be named).
-std::optional<std::string> inputs_changed(const Options& o, const Digest128& before,
+std::optional<std::string> inputs_changed(const CacheRequest& o, const Digest128& before,
                                           const InputsTrail& trail) {
   CacheStore files(cache_dir_of(o));
   InputsWalk walk;
@@ -173,21 +178,22 @@ std::optional<std::string> inputs_changed(const Options& o, const Digest128& bef
 // The options the build lock is taken with: one lock per KEY and inputs, so
 // that callers with other inputs do not wait for this build. Not per
 // --output list: callers of one KEY with other lists may build in one tree.
-Options lock_options(const Options& o, const Inputs& inputs) {
-  Options l = o;
+LockRequest lock_options(const CacheRequest& o, const Inputs& inputs) {
+  LockRequest l = o;
   if (inputs) l.key += "@inputs:" + inputs->hex();
   return l;
 }
 
 // --max-entry, the same in every store: the limit given, else 64M in Redis
 // (whose memory the entries take) and none in the other stores.
-std::optional<std::uint64_t> entry_limit(const Options& o) {
+std::optional<std::uint64_t> entry_limit(const CacheRequest& o) {
   if (o.cache.max_entry_given || o.cache.store == CacheStoreKind::redis) return o.cache.max_entry;
   return std::nullopt;
 }
 
 // The one warning of an output that was not stored.
-void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
+void warn_not_stored(const CacheRequest& o, const EntryStore& store, const std::string& key,
+                     const SysError& e) {
   if (store.noted_unreadable()) return; // the lookup's warning said the store failed
   if (o.cache.store == CacheStoreKind::http)
     diag::warn(
@@ -203,7 +209,7 @@ void warn_not_stored(const Options& o, const EntryStore& store, const std::strin
 // entry, and publishes the entry on success. With a fallback (--stale-if-error
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
-int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
+int build(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
           Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
   std::unique_ptr<EntryBuild> writer;
   std::optional<SysError> store_error = unusable;
@@ -351,7 +357,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
 }
 
 // --fail-open without the lock: the command runs, and nothing is stored.
-int run_unlocked(const Options& o) {
+int run_unlocked(const CacheRequest& o) {
   const Nanos started = monotonic_now();
   const int status = run_child(o.argv);
   diag::debug_lazy([&] {
@@ -366,7 +372,7 @@ int run_unlocked(const Options& o) {
 // rebuilds while the caller serves the stale entry at once. The child keeps
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
-void rebuild_in_background(const Options& o, const EntryStore& store, const Inputs& inputs,
+void rebuild_in_background(const CacheRequest& o, const EntryStore& store, const Inputs& inputs,
                            const InputsTrail& trail, Lock& lock, const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
@@ -382,7 +388,7 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
 }
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
-void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
+void warn_lookup(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
   const std::string where = store.where(o.key, address(o, inputs));
   if (l.state == LookupState::corrupt && !store.remote())
     diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
@@ -403,9 +409,9 @@ void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs
 // holder writes no holder record, and only its file exists already. A lock
 // that cannot be taken (a Redis user that may only read) is warned about,
 // and the command runs: without storing, no lock is needed to be right.
-int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inputs,
+int read_only_miss(const CacheRequest& o, const EntryStore& store, const Inputs& inputs,
                    const std::string& lock_dir, const CachedEntry* stale) {
-  Options locking = lock_options(o, inputs);
+  LockRequest locking = lock_options(o, inputs);
   locking.shared = o.backend == Backend::file;
   locking.fail_open = true;
   const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
@@ -431,7 +437,7 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
 }
 
-int gc(const Options& o, const CacheStore& store) {
+int gc(const CacheRequest& o, const CacheStore& store) {
   const GcCounts c = store.gc(o.cache.max_age, wall_clock_ns());
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
@@ -531,7 +537,7 @@ std::string default_cache_dir() {
 
 // --list, --drop and --gc on an http store: through WebDAV PROPFIND, which
 // a server that cannot answer it makes a usage error (SPEC §18).
-int http_admin(const Options& o, const HttpStore& http) {
+int http_admin(const CacheRequest& o, const HttpStore& http) {
   // A server that answered the listing with another status cannot list: 64.
   const auto failed = [&](const SysError& e, Msg m) {
     if (e.refused) {
@@ -561,7 +567,7 @@ int http_admin(const Options& o, const HttpStore& http) {
   return exit_code::ok;
 }
 
-int cache_main(const Options& o) {
+int cache_main(const CacheRequest& o) {
   // A closed stdout must give EPIPE, and a file size limit (ulimit -f) EFBIG,
   // instead of killing us in the middle of a build.
   block_signals({SIGPIPE, SIGXFSZ});
@@ -678,7 +684,7 @@ int cache_main(const Options& o) {
   // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
-  const Options locking = lock_options(o, inputs);
+  const LockRequest locking = lock_options(o, inputs);
   const std::unique_ptr<Lock> lock = make_lock(locking, files.dir() + "/locks");
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.

@@ -30,7 +30,7 @@ constexpr int read_attempts = 3; // an entry replaced while it is read is read a
 
 } // namespace
 
-RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
+RedisStore::RedisStore(const RedisLockSettings& settings, std::optional<Nanos> expire_after)
     : settings_(settings), expire_after_(expire_after) {}
 
 std::string RedisStore::entry_key(std::string_view key, const Inputs& inputs) const {

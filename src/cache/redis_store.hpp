@@ -17,9 +17,10 @@
 #pragma once
 
 #include "cache/store.hpp"
-#include "cli.hpp"
+#include "lock/settings.hpp"
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
+#include "util/diag.hpp"
 
 #include <functional>
 #include <optional>
@@ -29,7 +30,7 @@ namespace bufferlock {
 class RedisStore final : public EntryStore {
 public:
   // `expire_after`: max-age + stale (entries without --max-age never expire).
-  RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after);
+  RedisStore(const RedisLockSettings& settings, std::optional<Nanos> expire_after);
 
   bool remote() const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
@@ -80,7 +81,7 @@ private:
   // SEND(client) on the lock's client, once more if a kept connection dropped.
   template <class Send> RedisResult<RedisReply> on_client(Send send) const;
 
-  RedisSettings settings_;
+  RedisLockSettings settings_;
   std::optional<Nanos> expire_after_;
   mutable std::optional<RedisClient> client_;
 };

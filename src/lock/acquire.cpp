@@ -14,7 +14,7 @@ namespace bufferlock {
 
 namespace {
 
-void report_busy(const Options& o, Lock& lock, Nanos waited) {
+void report_busy(const LockRequest& o, Lock& lock, Nanos waited) {
   if (!diag::verbose()) return;
   const std::string holder = lock.holder();
   const std::string key = display_key(o.key);
@@ -33,7 +33,8 @@ void report_busy(const Options& o, Lock& lock, Nanos waited) {
 
 namespace {
 
-std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_dir, const std::string& key) {
+std::unique_ptr<Lock> make_one_lock(const LockRequest& o, const std::string& lock_dir,
+                                    const std::string& key) {
   if (o.backend == Backend::redis) {
     // hiredis writes with write(2): a server that went away must give EPIPE,
     // not kill us.
@@ -49,7 +50,7 @@ std::unique_ptr<Lock> make_one_lock(const Options& o, const std::string& lock_di
 
 } // namespace
 
-std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
+std::unique_ptr<Lock> make_lock(const LockRequest& o, const std::string& lock_dir) {
   if (o.also.empty()) return make_one_lock(o, lock_dir, o.key);
   std::vector<std::string> keys{o.key};
   keys.insert(keys.end(), o.also.begin(), o.also.end());
@@ -61,18 +62,16 @@ std::unique_ptr<Lock> make_lock(const Options& o, const std::string& lock_dir) {
   return std::make_unique<MultiLock>(std::move(locks), std::move(order), std::move(keys));
 }
 
-Taken take_lock(const Options& o, Lock& lock, int& exit_status, const LockWords& words) {
+Taken take_lock(const LockRequest& o, Lock& lock, int& exit_status, const LockWords& words) {
   const Nanos start = monotonic_now();
   // The wait line names the caller's KEY; the -v lines the lock's own, as its release does.
   const std::string_view key = words.key.empty() ? std::string_view(o.key) : words.key;
-  // --fail-open means running without the lock when the backend fails; an
-  // infinite wait that retried a dead backend would never get there.
-  const bool fail_open = o.fail_open && (o.command == Command::run || o.command == Command::cache);
   // Shown only if the wait's first try is busy (wait_line_begin).
-  WaitDisplay display(key, start, o.wait, o.verbosity,
-                      o.command == Command::cache ? WaitFor::build : WaitFor::lock, lock);
+  WaitDisplay display(key, start, o.wait, o.verbosity, o.purpose, lock);
   const Outcome outcome =
-      lock.acquire(o.wait, fail_open && o.wait == infinite_duration ? OnError::stop : OnError::retry);
+      // --fail-open means running without the lock when the backend fails;
+      // an infinite wait that retried a dead backend would never get there.
+      lock.acquire(o.wait, o.fail_open && o.wait == infinite_duration ? OnError::stop : OnError::retry);
   display.clear(); // before any message, and before the command's output
   switch (outcome.status) {
   case AcquireStatus::acquired:
@@ -88,13 +87,13 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status, const LockWords&
     return Taken::stop;
   case AcquireStatus::error: {
     const std::string& error = words.error ? *words.error : outcome.error;
-    if (fail_open) {
+    if (o.fail_open) {
       diag::warn(message(Msg::lock_fail_open, {{"error", error}}));
       return Taken::unlocked;
     }
     // A Redis that never answered: maybe a typo, maybe down for good; a
     // build needs no lock to be correct, only to be done once.
-    diag::error(outcome.unreached && o.command == Command::cache
+    diag::error(outcome.unreached && o.purpose == WaitFor::build
                     ? message(Msg::cache_lock_unreached, {{"error", error}})
                     : error);
     exit_status = o.error_exit;
@@ -104,7 +103,7 @@ Taken take_lock(const Options& o, Lock& lock, int& exit_status, const LockWords&
   return Taken::stop;
 }
 
-void export_slot_env(const Options& o, const Lock& lock) {
+void export_slot_env(const LockRequest& o, const Lock& lock) {
   if (o.slots_given) ::setenv("BUFFERLOCK_SLOT", std::to_string(lock.slot()).c_str(), 1);
 }
 

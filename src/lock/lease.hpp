@@ -23,7 +23,10 @@
 // timeouts (A = TTL/18), K = TTL/6 - drift.
 #pragma once
 
+#include "lock/settings.hpp"
 #include "util/duration.hpp"
+
+#include <optional>
 
 namespace bufferlock {
 
@@ -48,6 +51,31 @@ Nanos lease_attempt_timeout_cap(Nanos ttl);
 // renewal period and attempt, in which a failed renewal is retried (a
 // partition shorter than P is ridden out). Negative when none fits.
 Nanos lease_default_kill_after(Nanos ttl, Nanos attempt);
+
+// Which of the lease's values the user gave (on the command line or in the
+// environment), rather than left to their defaults.
+struct LeaseGiven {
+  bool connect_timeout = false;
+  bool io_timeout = false;
+  bool kill_after = false;
+};
+
+// Why a lease cannot fit the TTL: the renewal attempt alone is too long
+// (ttl_short), or the --kill-after given is longer than `most`.
+struct LeaseMisfit {
+  enum class Kind { ttl_short, kill_after_long } kind;
+  Nanos attempt; // one renewal attempt: renew_connect() + renew_io()
+  Nanos most;    // the longest --kill-after that fits
+};
+
+// --on-lost term stops the command before its lease ends: two renewal
+// attempts and --kill-after must fit in the TTL with the renewal period.
+// Shortens the defaulted values of `r` to fit (each renewal timeout to at
+// most lease_attempt_timeout_cap, then --kill-after to
+// lease_default_kill_after, or the most that fits); a given value that
+// cannot fit is the misfit returned. Without term, only a defaulted
+// --kill-after is shortened (it times the one warning), and nothing misfits.
+std::optional<LeaseMisfit> fit_lease(RedisLockSettings& r, const LeaseGiven& given);
 
 struct LeaseTimes {
   Nanos ttl;

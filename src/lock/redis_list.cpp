@@ -23,11 +23,11 @@ bool is_md5_hex(std::string_view s) {
 }
 
 // What precedes the digest in a lock key: PREFIX, or {PREFIX} with --hash-tag.
-std::string key_base(const RedisSettings& s) { return s.hash_tag ? "{" + s.key_prefix + "}" : s.key_prefix; }
+std::string key_base(const LockSettings& s) { return s.hash_tag ? "{" + s.key_prefix + "}" : s.key_prefix; }
 
 } // namespace
 
-std::optional<RedisLockName> parse_redis_lock_name(const RedisSettings& settings, std::string_view name) {
+std::optional<RedisLockName> parse_redis_lock_name(const LockSettings& settings, std::string_view name) {
   const std::string base = key_base(settings);
   // A slot key of a lock without --hash-tag is {LOCKKEY}:slot:I.
   const std::size_t at = name.starts_with(base)         ? base.size()
@@ -56,7 +56,7 @@ using FoundLocks = std::map<std::pair<std::string, unsigned>, std::string>; // (
 
 // The SCAN MATCH patterns of our keys: the lock keys and, without
 // --hash-tag, the slot keys {LOCKKEY}:slot:I.
-std::vector<std::string> scan_patterns(const RedisSettings& settings) {
+std::vector<std::string> scan_patterns(const LockSettings& settings) {
   const std::string base = glob_escape(key_base(settings));
   std::vector<std::string> patterns{base + "*"};
   if (!settings.hash_tag) patterns.push_back("\\{" + base + "*");
@@ -92,7 +92,8 @@ RedisResult<RedisSlotState> only(RedisResult<std::vector<RedisSlotState>> states
 
 // Over a quorum (SPEC §13): SCAN every server, then a lock is listed when a
 // majority hold it with one token.
-std::vector<ListedLock> list_quorum_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_quorum_locks(const RedisLockSettings& settings,
+                                          std::optional<std::string>& error) {
   QuorumClient quorum(settings.quorum, {settings.connect_timeout, settings.io_timeout});
   const auto failed = [&](const RedisError& e) {
     error = message(Msg::redis_status_failed, {{"server", quorum.server()}, {"error", e.text}});
@@ -112,7 +113,8 @@ std::vector<ListedLock> list_quorum_locks(const RedisSettings& settings, std::op
 
 } // namespace
 
-std::vector<ListedLock> list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error) {
+std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings,
+                                         std::optional<std::string>& error) {
   if (settings.quorum.size() > 1) return list_quorum_locks(settings, error);
   RedisClient client(settings.url, settings.password, {settings.connect_timeout, settings.io_timeout},
                      settings.backoff());

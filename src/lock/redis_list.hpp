@@ -4,7 +4,7 @@
 // (CLUSTER SLOTS names them).
 #pragma once
 
-#include "cli.hpp"
+#include "lock/settings.hpp"
 #include "lock/status_format.hpp"
 
 #include <optional>
@@ -20,10 +20,11 @@ struct RedisLockName {
   std::string digest;
   unsigned slot = 0;
 };
-std::optional<RedisLockName> parse_redis_lock_name(const RedisSettings& settings, std::string_view name);
+std::optional<RedisLockName> parse_redis_lock_name(const LockSettings& settings, std::string_view name);
 
 // Every lock held now, by digest then slot, with its TTL and what its holder
 // recorded. On error, the message (no prefix) in `error`.
-std::vector<ListedLock> list_redis_locks(const RedisSettings& settings, std::optional<std::string>& error);
+std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings,
+                                         std::optional<std::string>& error);
 
 } // namespace bufferlock

@@ -212,14 +212,14 @@ StatusInfo redis_status_info(const RedisSlotState& s) {
   return info;
 }
 
-std::string redis_lock_key(const RedisSettings& settings, std::string_view key) {
+std::string redis_lock_key(const LockSettings& settings, std::string_view key) {
   if (settings.hash_tag) return "{" + settings.key_prefix + "}" + md5_hex(key);
   return settings.key_prefix + md5_hex(key);
 }
 
 long long round_to_ms(Nanos d) { return std::max<long long>(1, (d.count() + 500'000) / 1'000'000); }
 
-RedisLock::RedisLock(const RedisSettings& settings, std::string_view key, unsigned slots)
+RedisLock::RedisLock(const RedisLockSettings& settings, std::string_view key, unsigned slots)
     : settings_(settings), display_key_(display_key(key)), key_text_(key),
       key_(redis_lock_key(settings, key)), slots_(std::max(1u, slots)),
       // In the lock key's slot, so that the release script runs on a cluster.

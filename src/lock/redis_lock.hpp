@@ -3,11 +3,11 @@
 // woken through a short-lived list instead of polling blindly.
 #pragma once
 
-#include "cli.hpp"
 #include "lock/backoff.hpp"
 #include "lock/holder_record.hpp"
 #include "lock/lease.hpp"
 #include "lock/lock.hpp"
+#include "lock/settings.hpp"
 #include "redis/client.hpp"
 #include "redis/quorum.hpp"
 #include "redis/scripts.hpp"
@@ -21,7 +21,7 @@
 namespace bufferlock {
 
 // PREFIX + md5hex(key), or {PREFIX}md5hex(key) with the hash tag.
-std::string redis_lock_key(const RedisSettings& settings, std::string_view key);
+std::string redis_lock_key(const LockSettings& settings, std::string_view key);
 
 // Whole milliseconds of `d`, rounded to the nearest, at least 1.
 long long round_to_ms(Nanos d);
@@ -60,7 +60,7 @@ public:
   // Nothing is connected before it is needed (SPEC §7).
   // `slots` > 1: a counting semaphore of that many keys (SPEC §14), slot 0
   // being the plain lock key.
-  RedisLock(const RedisSettings& settings, std::string_view key, unsigned slots = 1);
+  RedisLock(const RedisLockSettings& settings, std::string_view key, unsigned slots = 1);
 
   Outcome acquire(Nanos wait, OnError on_error) override;
   void release() override;
@@ -134,7 +134,7 @@ private:
   // After a SIGTERM: the SIGKILL when it is due.
   Nanos kill_when_due(pid_t child);
 
-  RedisSettings settings_;
+  RedisLockSettings settings_;
   std::string display_key_;
   std::string key_text_; // KEY as given, for the holder record
   std::string key_;

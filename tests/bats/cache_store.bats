@@ -38,3 +38,21 @@ teardown() { cache_teardown; }
         run --separate-stderr blc "$K" true
     assert_usage_error "exactly one Redis server"
 }
+
+@test "the environment alone can name the Redis store and its servers, for --list too" {
+    # BUFFERLOCK_CACHE_STORE decides that --list uses the backend, so
+    # BUFFERLOCK_REDIS is read for it
+    BUFFERLOCK_REDIS='redis://127.0.0.1:1 redis://127.0.0.1:2' BUFFERLOCK_CACHE_STORE=redis \
+        run --separate-stderr blc --list
+    assert_usage_error "exactly one Redis server, not 2"
+}
+
+@test "the http store's options are refused with another store, and its variables not read" {
+    run --separate-stderr blc --store-timeout 5 "$K" true
+    assert_usage_error "--store-timeout needs an http:// or https:// --store"
+    run --separate-stderr blc --store file --store-token-file "$T/token" "$K" true
+    assert_usage_error "--store-token-file needs an http:// or https:// --store"
+    BUFFERLOCK_STORE_TIMEOUT=abc BUFFERLOCK_STORE_TOKEN_FILE=$T/none run --separate-stderr blc "$K" echo ok
+    assert_success
+    assert_output ok
+}

@@ -243,3 +243,18 @@ load helpers
     assert_failure 75
     (( t1 - t0 >= 250000 )) || fail "-w after -n did not wait: $(( (t1 - t0) / 1000 )) ms"
 }
+
+@test "a variable stands in only where its option would: -n is --wait 0, BUFFERLOCK_SLOTS is not read by list" {
+    # -n gave the wait: BUFFERLOCK_WAIT is not read, so its bad value is no error
+    BUFFERLOCK_WAIT=10mins run --separate-stderr bl -d "$D" -n "$K" echo ran
+    assert_success
+    assert_output ran
+    # list takes no --slots: given, it is refused; its variable is left alone
+    run --separate-stderr bl list -d "$D" --slots 2
+    assert_usage_error "--slots does not apply to 'bufferlock list'"
+    BUFFERLOCK_SLOTS=many run --separate-stderr bl list -d "$D"
+    assert_success
+    # ... where run reads it
+    BUFFERLOCK_SLOTS=many run --separate-stderr bl -d "$D" "$K" true
+    assert_usage_error "BUFFERLOCK_SLOTS" "'many'"
+}

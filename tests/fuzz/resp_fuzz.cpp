@@ -92,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t mode = data[0];
   server.set_reply(fuzz::as_text(data + 1, size - 1));
 
-  RedisSettings settings;
+  RedisLockSettings settings;
   const auto url = parse_redis_url("unix://" + server.path() + ((mode & 1) != 0 ? "?db=3" : ""));
   settings.url = std::get<RedisUrl>(url);
   if ((mode & 2) != 0) settings.password = "secret";

@@ -48,6 +48,38 @@ TEST(Lease, DefaultsLeaveRoomForRetriesFromFifteenMilliseconds) {
   EXPECT_LT(lease_max_kill_after(milliseconds(3), 2 * lease_attempt_timeout_cap(milliseconds(3))), Nanos(0));
 }
 
+TEST(FitLease, ShortensDefaultsAndReturnsWhatCannotFit) {
+  RedisLockSettings r;
+  r.ttl = seconds(9);
+  r.on_lost = OnLost::term;
+  EXPECT_FALSE(fit_lease(r, {}));
+  EXPECT_EQ(r.renew_connect(), milliseconds(250)); // TTL/36
+  EXPECT_EQ(r.renew_io(), milliseconds(250));
+  EXPECT_EQ(r.connect_timeout, seconds(1)); // the first acquisition keeps its own
+  EXPECT_EQ(r.kill_after, lease_default_kill_after(seconds(9), milliseconds(500)));
+
+  RedisLockSettings given_kill = r;
+  given_kill.kill_after = seconds(5);
+  const auto long_kill = fit_lease(given_kill, {false, false, true});
+  ASSERT_TRUE(long_kill);
+  EXPECT_EQ(long_kill->kind, LeaseMisfit::Kind::kill_after_long);
+  EXPECT_EQ(long_kill->most, lease_max_kill_after(seconds(9), milliseconds(500)));
+  EXPECT_EQ(given_kill.kill_after, seconds(5)); // a given value is never changed
+
+  RedisLockSettings slow;
+  slow.ttl = seconds(2);
+  slow.on_lost = OnLost::term;
+  slow.io_timeout = seconds(1);
+  const auto short_ttl = fit_lease(slow, {false, true, false});
+  ASSERT_TRUE(short_ttl);
+  EXPECT_EQ(short_ttl->kind, LeaseMisfit::Kind::ttl_short);
+  EXPECT_EQ(short_ttl->attempt, Nanos(seconds(2)) / 36 + seconds(1));
+
+  RedisLockSettings warn; // without term, nothing misfits
+  warn.ttl = milliseconds(5);
+  EXPECT_FALSE(fit_lease(warn, {true, true, true}));
+}
+
 TEST(Lease, TheLastRetryIsDueBeforeTheLastMomentOneMayStart) {
   Lease lease({seconds(1), milliseconds(80), milliseconds(70)});
   lease.confirmed(seconds(0));

@@ -37,7 +37,7 @@ TEST(RedisScripts, PinnedDigestsMatchTheSources) {
 }
 
 TEST(RedisLockKey, LayoutOfSpec) {
-  RedisSettings s;
+  LockSettings s;
   EXPECT_EQ(redis_lock_key(s, "abc"), "buffer:lock:900150983cd24fb0d6963f7d28e17f72");
   s.hash_tag = true;
   EXPECT_EQ(redis_lock_key(s, "abc"), "{buffer:lock:}900150983cd24fb0d6963f7d28e17f72");
@@ -46,7 +46,7 @@ TEST(RedisLockKey, LayoutOfSpec) {
 }
 
 TEST(RedisList, KnowsLockAndSlotKeysFromTheOthers) {
-  RedisSettings s;
+  LockSettings s;
   const std::string d = "900150983cd24fb0d6963f7d28e17f72";
   auto n = parse_redis_lock_name(s, "buffer:lock:" + d);
   ASSERT_TRUE(n);

@@ -1,0 +1,45 @@
+// What `bufferlock cache` is asked to do with its entries: where they live,
+// how long they are fresh, what an entry holds (SPEC §8, §15, §18).
+#pragma once
+
+#include "http/url.hpp"
+#include "util/duration.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bufferlock {
+
+enum class CacheStoreKind { file, redis, http };
+
+struct CacheSettings {
+  std::string dir;                             // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
+  std::optional<Nanos> max_age;                // entries older than this are misses
+  std::optional<Nanos> stale;                  // ... but served while someone rebuilds, this much longer
+  bool background = false;                     // the caller that rebuilds serves stale and rebuilds detached
+  bool stale_if_error = false;                 // a failed rebuild serves the old entry
+  bool drop = false;                           // --drop KEY
+  bool gc = false;                             // --gc
+  bool list = false;                           // --list
+  bool force = false;                          // rebuild even when fresh
+  bool read_only = false;                      // --read-only: serve, never write the store
+  bool keep_stderr = false;                    // store stderr too, replay it on hits
+  std::vector<std::string> depends;            // --depends PATH...
+  std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories
+  std::vector<std::string> outputs;            // --output PATH...: files the build makes
+  std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
+  bool compress = false;                       // --compress: zstd in the file store (Redis: always)
+  CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
+  StoreUrl store_url;                          // --store http(s)://...
+  std::string store_token_file;                // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
+  Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
+  std::uint64_t max_entry = 64ull * 1024 * 1024;  // larger outputs are not stored (the default: Redis only)
+  bool max_entry_given = false;                   // the file and http stores have a limit only when given
+  std::optional<std::uint64_t> max_size;          // --gc: trim the store to this many bytes
+
+  bool operator==(const CacheSettings&) const = default;
+};
+
+} // namespace bufferlock
