@@ -49,6 +49,8 @@ public:
     return h.file_size() + object_footer_size;
   }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  // The archive of --output PATHs extracted as the body comes (streamed_restore.hpp).
+  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
@@ -88,7 +90,12 @@ private:
     std::string name;
     std::optional<EntryHeader> header; // nullopt: not an entry
   };
-  Lookup read_object(std::string_view key, const std::string& name) const;
+  // `stage`: its outputs extracted on the way (lookup_to_restore).
+  Lookup read_object(std::string_view key, const std::string& name, bool stage = false) const;
+  // The body of the object `name` with tail `t`, into an entry file.
+  Lookup read_body(const std::string& name, const Tail& t, const std::string& wanted) const;
+  // The same, its outputs extracted as it comes.
+  Lookup read_streamed_body(const std::string& name, const Tail& t) const;
   // The names of the entry objects under the URL's path; an error that is
   // `refused` when the server answered PROPFIND with another status than
   // 207 or 404: it cannot list (list_entries, drop and gc pass that on).

@@ -76,8 +76,9 @@ struct Restored {
 Restored restore(const Options& o, const EntryStore& store, const CachedEntry& e) {
   if (e.header.outputs.empty()) return {};
   HoldStopSignals hold;
-  const auto why =
-      restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
+  const auto why = e.staged ? e.staged->commit()
+                            : restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(),
+                                              e.header.outputs_len);
   if (const int sig = hold.end()) return {false, sig};
   if (!why) return {};
   diag::warn(message(
@@ -116,9 +117,10 @@ Lookup same_outputs(const Options& o, Lookup l) {
   return l;
 }
 
-// The entry of KEY and inputs, when it holds the caller's --output PATHs.
+// The entry of KEY and inputs, when it holds the caller's --output PATHs
+// (a store may stage them as it reads: restore() puts them in place).
 Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
-  return same_outputs(o, store.lookup(o.key, address(o, inputs)));
+  return same_outputs(o, store.lookup_to_restore(o.key, address(o, inputs)));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the
