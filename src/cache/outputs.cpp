@@ -313,6 +313,7 @@ std::optional<std::string> make_locked_temp(const std::string& parent, const std
     path.append("/.").append(base).append(sibling_infix).append("XXXXXX");
     if (!::mkdtemp(path.data())) return parent + ": " + errno_text(errno);
     fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno == ENOENT) continue; // swept already
     if (!fd) return path + ": " + errno_text(errno);
     int rc = 0;
     while ((rc = ::flock(fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
