@@ -13,7 +13,10 @@
 // with one PUT of known length); a build that fails or outgrows --max-entry
 // abandons it, and the server keeps nothing. A hit reads the tail (a suffix
 // range), then the body (a range) into an unnamed local file behind the
-// header: an entry file, verified there before its first byte is served.
+// header: an entry file, verified there before its first byte is served;
+// a hit about to restore --output PATHs extracts their archive as it comes
+// instead (lookup_to_restore, streamed_restore.hpp), put in place only once
+// the whole object verified.
 // Neither side holds an entry in memory, and a torn, cut or tampered object
 // is a miss. The store holds data only: the build lock is the command line's.
 // Listing (--list, --drop, --gc) is WebDAV PROPFIND, Depth: 1.
