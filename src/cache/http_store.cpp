@@ -309,7 +309,12 @@ Lookup HttpStore::read_streamed_body(const std::string& name, const Tail& t) con
   const std::string_view tail = t.tail();
   StreamedRead got = read_streamed(runs, t.header, tail.substr(0, t.header_len()),
                                    tail.substr(t.header_len(), entry_trailer), signer_);
-  if (!got.short_body) return std::move(got.lookup);
+  if (!got.short_body) {
+    // Its end taken, so that the connection is kept (a 206 holds no more).
+    for (std::string rest; got.lookup.state == LookupState::found && download->next(rest);) {
+    }
+    return std::move(got.lookup);
+  }
   const HttpReply& r = download->reply();
   if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
   if (!r.error.empty() || r.status >= 500) down_ = r.text();

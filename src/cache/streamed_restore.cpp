@@ -29,14 +29,6 @@ bool BodyReader::take(std::uint64_t until, const char*& data, std::size_t& len) 
   return true;
 }
 
-bool BodyReader::drain() {
-  const char* data = nullptr;
-  std::size_t len = 0;
-  while (!whole())
-    if (!take(len_, data, len)) return false;
-  return true;
-}
-
 namespace {
 
 Lookup corrupt(std::string why) { return {LookupState::corrupt, {}, std::move(why)}; }
@@ -54,12 +46,6 @@ Copied copy_streams(BodyReader& body, std::uint64_t until, int fd, std::uint64_t
     if (!pwrite_all(fd, data, len, static_cast<off_t>(header_size + at))) return Copied::unwritable;
   }
   return Copied::all;
-}
-
-// The stop signal that came meanwhile, its work undone: the process ends as
-// it would have without the hold.
-void pass_on(HoldStopSignals& hold) {
-  if (const int sig = hold.end()) ::raise(sig);
 }
 
 } // namespace
@@ -87,13 +73,19 @@ StreamedRead read_streamed(const BodyRuns& runs, EntryHeader header, std::string
     return body.take(header.body_len(), data, len);
   };
   auto staged = std::make_shared<StagedOutputs>(header.outputs, archive);
-  const bool whole = body.drain();
-  if (stop_signal() != 0) {
-    staged.reset();
-    pass_on(hold);
-    return {corrupt(stopped_by_signal)}; // a signal blocked before: the caller's to take
+  // What the archive left (its end, or all after a refused member): hashed.
+  bool whole = true;
+  for (const char* data = nullptr; whole && !body.whole();) {
+    std::size_t len = 0;
+    whole = archive(data, len);
   }
-  hold.end();
+  if (const int sig = hold.end()) {
+    // Its trees removed, the signal takes the course it would have taken
+    // without the hold: the end of the process, as during any download.
+    staged.reset();
+    ::raise(sig);
+    return {corrupt(stopped_by_signal)};
+  }
   if (!whole) return {corrupt("truncated"), true};
   if (body.digest() != want_payload) return {corrupt("payload checksum mismatch")};
   if (mac && !EntrySigner::matches(*mac, header)) return {corrupt("its signature does not match --sign-key")};

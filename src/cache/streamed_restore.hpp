@@ -28,8 +28,6 @@ public:
   // The next bytes up to body offset `until` (at most the body's end);
   // `len` 0 there. False when the runs ended or failed before.
   bool take(std::uint64_t until, const char*& data, std::size_t& len);
-  // Takes and hashes the rest of the body; false like take().
-  bool drain();
 
   std::uint64_t at() const { return at_; }
   bool whole() const { return at_ == len_; }

@@ -111,7 +111,10 @@ TEST(BodyReader, SplitsAtTheAskedOffsetsAndNeverPastTheBody) {
 TEST(BodyReader, ShortRunsEndIt) {
   const BodyRuns runs = runs_of(std::string(100, 'a'), 30);
   BodyReader r(runs, 200, nullptr);
-  EXPECT_FALSE(r.drain());
+  const char* data = nullptr;
+  std::size_t len = 0;
+  while (r.take(200, data, len))
+    ASSERT_GT(len, 0u);
   EXPECT_EQ(r.at(), 100u);
   EXPECT_FALSE(r.whole());
 }
