@@ -214,9 +214,9 @@ Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
   return read_object(key, object_name(key, inputs));
 }
 
-Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs) const {
+Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const {
   if (down_) return unreadable(*down_);
-  return read_object(key, object_name(key, inputs), true);
+  return read_object(key, object_name(key, inputs), &serves);
 }
 
 // The tail alone: one small range request.
@@ -322,8 +322,9 @@ Lookup HttpStore::read_streamed_body(const std::string& name, const Tail& t) con
   return std::move(got.lookup); // a short body from a server that answered: truncated
 }
 
-// The tail first, then the body (read_body, or read_streamed_body with `stage`).
-Lookup HttpStore::read_object(std::string_view key, const std::string& name, bool stage) const {
+// The tail first, then the body (read_body, or read_streamed_body for an
+// entry that `serves` says is restored next).
+Lookup HttpStore::read_object(std::string_view key, const std::string& name, const Serves* serves) const {
   const std::string wanted(key);
   for (int attempt = 0;; ++attempt) {
     Tail t;
@@ -332,7 +333,8 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name, boo
     if (l.state != LookupState::found) return l;
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (t.header.key != wanted) return {LookupState::missing, {}, {}};
-    const bool streamed = stage && t.header.outputs_len > 0 && t.bytes.size() >= tail_probe;
+    const bool streamed =
+        serves && t.header.outputs_len > 0 && t.bytes.size() >= tail_probe && (*serves)(t.header);
     l = streamed ? read_streamed_body(name, t) : read_body(name, t, wanted);
     if (l.state != LookupState::corrupt || attempt > 0 || l.why == stopped_by_signal) return l;
     // A body that does not match its tail may be a new upload's, which

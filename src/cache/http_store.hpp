@@ -53,7 +53,7 @@ public:
   }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
   // The archive of --output PATHs extracted as the body comes (streamed_restore.hpp).
-  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs) const override;
+  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
@@ -93,8 +93,8 @@ private:
     std::string name;
     std::optional<EntryHeader> header; // nullopt: not an entry
   };
-  // `stage`: its outputs extracted on the way (lookup_to_restore).
-  Lookup read_object(std::string_view key, const std::string& name, bool stage = false) const;
+  // With `serves`: its outputs extracted on the way when it says so (lookup_to_restore).
+  Lookup read_object(std::string_view key, const std::string& name, const Serves* serves = nullptr) const;
   // The body of the object `name` with tail `t`, into an entry file.
   Lookup read_body(const std::string& name, const Tail& t, const std::string& wanted) const;
   // The same, its outputs extracted as it comes.

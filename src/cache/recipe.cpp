@@ -117,10 +117,12 @@ Lookup same_outputs(const Options& o, Lookup l) {
   return l;
 }
 
-// The entry of KEY and inputs, when it holds the caller's --output PATHs
-// (a store may stage them as it reads: restore() puts them in place).
+// The entry of KEY and inputs, when it holds the caller's --output PATHs.
+// One that may be served (fresh, or within --stale) may have them staged
+// as it is read: restore() puts them in place.
 Lookup find(const Options& o, const EntryStore& store, const Inputs& inputs) {
-  return same_outputs(o, store.lookup_to_restore(o.key, address(o, inputs)));
+  const auto serves = [&](const EntryHeader& h) { return !o.cache.force && current(o, h, o.cache.stale); };
+  return same_outputs(o, store.lookup_to_restore(o.key, address(o, inputs), serves));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the

@@ -151,9 +151,11 @@ public:
   virtual std::uint64_t stored_size(const EntryHeader& h) const { return h.file_size(); }
   // Finds and fully verifies the entry of `key` at `address`.
   virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
-  // lookup() for a caller that restores the entry's --output PATHs next: a
-  // store may extract them while it reads the entry (CachedEntry::staged).
-  virtual Lookup lookup_to_restore(std::string_view key, const Inputs& address) const {
+  // lookup() for a caller that restores the entry's --output PATHs next if
+  // `serves` says so of its header: a store may then extract them while it
+  // reads the entry (CachedEntry::staged), instead of keeping their archive.
+  using Serves = std::function<bool(const EntryHeader&)>;
+  virtual Lookup lookup_to_restore(std::string_view key, const Inputs& address, const Serves& /*serves*/) const {
     return lookup(key, address);
   }
   // Whether the entry of `key` at `address` seems to be there: found with its

@@ -271,6 +271,21 @@ EOF
     done
 }
 
+@test "an expired entry (--max-age) is rebuilt without its --output extracted first: nothing beside PATH during the build" {
+    make_mkout
+    mkdir -p "$T/w"
+    (cd "$T/w" && blh --output out "$K" "$T/bin/mkout" >/dev/null) || fail "the first build failed"
+    sleep 1.2
+    run --separate-stderr bash -c "cd '$T/w' && \"\$@\"" _ "$BL" cache --cache-dir "$C" --store "$STORE" \
+        --max-age 1 --output out "$K" "$T/bin/mkout"
+    assert_success
+    assert_output built
+    assert_stderr_empty
+    assert_runs 2
+    assert_equal "$(cat "$T/seen")" out
+    assert_equal "$(ls -A "$T/w")" out
+}
+
 @test "SIGTERM while --output is extracted as the object comes (/slow/): exit 143, nothing beside PATH, PATH untouched" {
     make_mkout
     mkdir -p "$T/w"
