@@ -375,23 +375,25 @@ HttpReply HttpClient::perform(Handle& h, bool sending) {
   return r;
 }
 
-HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
+HttpClient::Handle& HttpClient::fresh_get(const std::string& url, std::string_view range) {
   Handle& h = fresh();
-  const std::string r(range);
   if (h.usable()) {
     api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    const std::string r(range); // libcurl keeps a copy
     if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
-    h.fd = fd;
   }
+  return h;
+}
+
+HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
+  Handle& h = fresh_get(url, range);
+  if (h.usable()) h.fd = fd;
   return perform(h);
 }
 
 HttpReply HttpClient::get(const std::string& url, std::string& body, std::size_t most, std::string_view range) {
-  Handle& h = fresh();
-  const std::string r(range);
+  Handle& h = fresh_get(url, range);
   if (h.usable()) {
-    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
-    if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
     h.body = &body;
     h.most = most;
   }
@@ -457,13 +459,8 @@ std::unique_ptr<HttpClient::Upload> HttpClient::upload(const std::string& url) {
 
 std::unique_ptr<HttpClient::Download> HttpClient::download(const std::string& url, std::string_view range) {
   std::unique_ptr<Download> d(new Download(*this));
-  Handle& h = fresh();
-  const std::string r(range);
-  if (h.usable()) {
-    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
-    if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
-    h.pulling = true;
-  }
+  Handle& h = fresh_get(url, range);
+  if (h.usable()) h.pulling = true;
   if (!start(h, d->reply_)) d->over_ = true;
   return d;
 }

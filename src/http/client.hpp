@@ -120,6 +120,8 @@ private:
   // An upload (`sending`) is abandoned once while_waiting says it is no longer wanted.
   HttpReply perform(Handle& h, bool sending = false);
   Handle& fresh();
+  // fresh(), set up for a GET of `url` (`range`: as with get), when usable.
+  Handle& fresh_get(const std::string& url, std::string_view range);
   // The request set up on the handle: added to the multi handle; false,
   // with r.error, when there is no usable handle.
   bool start(Handle& h, HttpReply& r);
