@@ -47,10 +47,10 @@ using ArchiveSource = std::function<bool(const char*& data, std::size_t& len)>;
 class Restorer;
 
 // restore_outputs in two steps, for an archive whose bytes are extracted as
-// they come, before the entry they belong to is verified: stage() extracts
-// into each PATH's private temporary directory (the same checks refuse the
-// same members), commit() renames the trees into place. Trees not committed
-// are removed with the object.
+// they come, before the entry they belong to is verified: the constructor
+// extracts into each PATH's private temporary directory (the same checks
+// refuse the same members), commit() renames the trees into place. Trees
+// not committed are removed with the object.
 class StagedOutputs {
 public:
   // Extracts the whole archive that `source` hands over; error() says
