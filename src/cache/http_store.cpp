@@ -1,7 +1,9 @@
 #include "cache/http_store.hpp"
 
 #include "cache/streamed_build.hpp"
+#include "cache/streamed_restore.hpp"
 #include "messages.hpp"
+#include "run/command.hpp"
 #include "redis/url.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
@@ -212,6 +214,11 @@ Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
   return read_object(key, object_name(key, inputs));
 }
 
+Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const {
+  if (down_) return unreadable(*down_);
+  return read_object(key, object_name(key, inputs), &serves);
+}
+
 // The tail alone: one small range request.
 Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
   if (down_) return unreadable(*down_);
@@ -260,11 +267,65 @@ Lookup HttpStore::read_tail(const std::string& name, Tail& out) const {
   return {LookupState::found, {}, {}};
 }
 
-// The tail first, then the body into an unnamed file behind the header:
-// an entry file, verified there.
-Lookup HttpStore::read_object(std::string_view key, const std::string& name) const {
+// The body into an unnamed file behind the header: an entry file, verified there.
+Lookup HttpStore::read_body(const std::string& name, const Tail& t, const std::string& wanted) const {
+  const std::string_view tail = t.tail();
+  const std::uint64_t body = t.header.body_len();
+  UniqueFd fd = anonymous_file(t.header.file_size());
+  if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
+  if (!write_all(fd.get(), tail.substr(0, t.header_len())))
+    return unreadable("cannot write a temporary file: " + errno_text(errno));
+  if (t.bytes.size() < tail_probe) {
+    // Shorter than the probe: the whole object is in hand already.
+    const std::string_view got = std::string_view(t.bytes).substr(0, t.bytes.size() - t.size);
+    if (got.size() != body)
+      return {LookupState::corrupt, {}, got.size() < body ? "truncated" : "longer than its header says"};
+    if (!write_all(fd.get(), got)) return unreadable("cannot write a temporary file: " + errno_text(errno));
+  } else if (body > 0) {
+    const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
+    if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
+    if (!r.error.empty() || r.status >= 500) down_ = r.text();
+    if (!r.ok()) return unreadable(r.text());
+    // A server that sent the whole object: its body is what counts.
+    if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
+                            ::lseek(fd.get(), 0, SEEK_END) < 0))
+      return unreadable("cannot write a temporary file: " + errno_text(errno));
+  }
+  if (!write_all(fd.get(), tail.substr(t.header_len(), entry_trailer)))
+    return unreadable("cannot write a temporary file: " + errno_text(errno));
+  std::string why, bytes;
+  auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
+  if (verified) return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
+  return {LookupState::corrupt, {}, why};
+}
+
+// The body as it comes: stdout and stderr into an unnamed file behind the
+// header, the outputs archive extracted beside its PATHs, all verified on
+// the way (streamed_restore.hpp).
+Lookup HttpStore::read_streamed_body(const std::string& name, const Tail& t) const {
+  const std::uint64_t body = t.header.body_len();
+  const auto download = client().download(object_url(name), "0-" + std::to_string(body - 1));
+  const BodyRuns runs = [&](std::string& out) { return download->next(out); };
+  const std::string_view tail = t.tail();
+  StreamedRead got = read_streamed(runs, t.header, tail.substr(0, t.header_len()),
+                                   tail.substr(t.header_len(), entry_trailer), signer_);
+  if (!got.short_body) {
+    // Its end taken, so that the connection is kept (a 206 holds no more).
+    for (std::string rest; got.lookup.state == LookupState::found && download->next(rest);) {
+    }
+    return std::move(got.lookup);
+  }
+  const HttpReply& r = download->reply();
+  if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
+  if (!r.error.empty() || r.status >= 500) down_ = r.text();
+  if (!r.ok()) return unreadable(r.text());
+  return std::move(got.lookup); // a short body from a server that answered: truncated
+}
+
+// The tail first, then the body (read_body, or read_streamed_body for an
+// entry that `serves` says is restored next).
+Lookup HttpStore::read_object(std::string_view key, const std::string& name, const Serves* serves) const {
   const std::string wanted(key);
-  std::string first; // the tail of the first attempt
   for (int attempt = 0;; ++attempt) {
     Tail t;
     Lookup l = read_tail(name, t);
@@ -272,41 +333,14 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
     if (l.state != LookupState::found) return l;
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (t.header.key != wanted) return {LookupState::missing, {}, {}};
-    const std::string_view tail = t.tail();
-    const std::uint64_t body = t.header.body_len();
-    UniqueFd fd = anonymous_file(t.header.file_size());
-    if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
-    if (!write_all(fd.get(), tail.substr(0, t.header_len())))
-      return unreadable("cannot write a temporary file: " + errno_text(errno));
-    if (t.bytes.size() < tail_probe) {
-      // Shorter than the probe: the whole object is in hand already.
-      const std::string_view got = std::string_view(t.bytes).substr(0, t.bytes.size() - t.size);
-      if (got.size() != body)
-        return {LookupState::corrupt, {}, got.size() < body ? "truncated" : "longer than its header says"};
-      if (!write_all(fd.get(), got)) return unreadable("cannot write a temporary file: " + errno_text(errno));
-    } else if (body > 0) {
-      const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
-      if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-      if (!r.error.empty() || r.status >= 500) down_ = r.text();
-      if (!r.ok()) return unreadable(r.text());
-      // A server that sent the whole object: its body is what counts.
-      if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
-                              ::lseek(fd.get(), 0, SEEK_END) < 0))
-        return unreadable("cannot write a temporary file: " + errno_text(errno));
-    }
-    if (!write_all(fd.get(), tail.substr(t.header_len(), entry_trailer)))
-      return unreadable("cannot write a temporary file: " + errno_text(errno));
-    std::string why, bytes;
-    auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
-    if (verified) return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
+    const bool streamed =
+        serves && t.header.outputs_len > 0 && t.bytes.size() >= tail_probe && (*serves)(t.header);
+    l = streamed ? read_streamed_body(name, t) : read_body(name, t, wanted);
+    if (l.state != LookupState::corrupt || attempt > 0 || l.why == stopped_by_signal) return l;
     // A body that does not match its tail may be a new upload's, which
     // replaced the object between the two reads: once, read it again.
-    if (attempt == 0) {
-      first = std::string(tail);
-      Tail again;
-      if (read_tail(name, again).state == LookupState::found && again.tail() != first) continue;
-    }
-    return {LookupState::corrupt, {}, why};
+    Tail again;
+    if (read_tail(name, again).state != LookupState::found || again.tail() == t.tail()) return l;
   }
 }
 

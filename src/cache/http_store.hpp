@@ -13,7 +13,10 @@
 // with one PUT of known length); a build that fails or outgrows --max-entry
 // abandons it, and the server keeps nothing. A hit reads the tail (a suffix
 // range), then the body (a range) into an unnamed local file behind the
-// header: an entry file, verified there before its first byte is served.
+// header: an entry file, verified there before its first byte is served;
+// a hit about to restore --output PATHs extracts their archive as it comes
+// instead (lookup_to_restore, streamed_restore.hpp), put in place only once
+// the whole object verified.
 // Neither side holds an entry in memory, and a torn, cut or tampered object
 // is a miss. The store holds data only: the build lock is the command line's.
 // Listing (--list, --drop, --gc) is WebDAV PROPFIND, Depth: 1.
@@ -49,6 +52,8 @@ public:
     return h.file_size() + object_footer_size;
   }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  // The archive of --output PATHs extracted as the body comes (streamed_restore.hpp).
+  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
@@ -88,7 +93,12 @@ private:
     std::string name;
     std::optional<EntryHeader> header; // nullopt: not an entry
   };
-  Lookup read_object(std::string_view key, const std::string& name) const;
+  // With `serves`: its outputs extracted on the way when it says so (lookup_to_restore).
+  Lookup read_object(std::string_view key, const std::string& name, const Serves* serves = nullptr) const;
+  // The body of the object `name` with tail `t`, into an entry file.
+  Lookup read_body(const std::string& name, const Tail& t, const std::string& wanted) const;
+  // The same, its outputs extracted as it comes.
+  Lookup read_streamed_body(const std::string& name, const Tail& t) const;
   // The names of the entry objects under the URL's path; an error that is
   // `refused` when the server answered PROPFIND with another status than
   // 207 or 404: it cannot list (list_entries, drop and gc pass that on).

@@ -218,23 +218,14 @@ private:
 
 // --- restoring -----------------------------------------------------------------
 
-// Reads [offset, offset+len) of a descriptor for libarchive.
-struct RangeReader {
-  int fd;
-  std::uint64_t at;
-  std::uint64_t end;
-  std::vector<char> buf;
-
-  static la_ssize_t read(archive*, void* self, const void** out) {
-    auto* r = static_cast<RangeReader*>(self);
-    const std::size_t take = std::min<std::uint64_t>(r->end - r->at, r->buf.size());
-    if (take == 0) return 0;
-    if (!pread_all(r->fd, r->buf.data(), take, static_cast<off_t>(r->at))) return -1;
-    r->at += take;
-    *out = r->buf.data();
-    return static_cast<la_ssize_t>(take);
-  }
-};
+// Hands an ArchiveSource's bytes to libarchive.
+la_ssize_t pull(archive*, void* self, const void** out) {
+  const char* data = nullptr;
+  std::size_t len = 0;
+  if (!(*static_cast<const ArchiveSource*>(self))(data, len)) return -1;
+  *out = data;
+  return static_cast<la_ssize_t>(len);
+}
 
 // Removes `name` in `dirfd` and all it holds, never following a symbolic link.
 void remove_tree(int dirfd, const char* name) {
@@ -322,6 +313,7 @@ std::optional<std::string> make_locked_temp(const std::string& parent, const std
     path.append("/.").append(base).append(sibling_infix).append("XXXXXX");
     if (!::mkdtemp(path.data())) return parent + ": " + errno_text(errno);
     fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno == ENOENT) continue; // swept already
     if (!fd) return path + ": " + errno_text(errno);
     int rc = 0;
     while ((rc = ::flock(fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
@@ -350,6 +342,8 @@ struct DirMeta {
   mode_t perm;
   timespec mtime;
 };
+
+} // namespace
 
 class Restorer {
 public:
@@ -526,8 +520,6 @@ private:
   std::vector<DirMeta> dirs_;
 };
 
-} // namespace
-
 std::optional<std::string> first_missing_output(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     struct stat st {};
@@ -559,30 +551,50 @@ std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, c
   return error;
 }
 
-std::optional<std::string> restore_outputs(const std::vector<std::string>& paths, int fd, std::uint64_t offset,
-                                           std::uint64_t len) {
-  if (!library().error.empty()) return library().error;
-  RangeReader reader{fd, offset, offset + len, std::vector<char>(io_block)};
+StagedOutputs::StagedOutputs(const std::vector<std::string>& paths, const ArchiveSource& source)
+    : restorer_(std::make_unique<Restorer>(paths)) {
+  if (!library().error.empty()) {
+    error_ = library().error;
+    return;
+  }
   archive* a = api().archive_read_new();
-  std::optional<std::string> error;
   api().archive_read_support_format_tar(a);
   api().archive_read_support_filter_zstd(a);
-  if (api().archive_read_open(a, &reader, nullptr, &RangeReader::read, nullptr) != ARCHIVE_OK)
-    error = archive_reason(a);
-  Restorer restorer(paths);
+  if (api().archive_read_open(a, const_cast<ArchiveSource*>(&source), nullptr, &pull, nullptr) != ARCHIVE_OK)
+    error_ = archive_reason(a);
   archive_entry* e = nullptr;
-  while (!error) {
+  while (!error_) {
     const int r = api().archive_read_next_header(a, &e);
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) {
-      error = archive_reason(a);
+      error_ = archive_reason(a);
       break;
     }
-    error = restorer.member(a, e);
+    error_ = restorer_->member(a, e);
   }
-  if (!error) error = restorer.commit();
   api().archive_read_free(a);
-  return error;
+  if (error_) restorer_.reset(); // its trees go at once
+}
+
+StagedOutputs::~StagedOutputs() = default;
+
+std::optional<std::string> StagedOutputs::commit() {
+  if (error_) return error_;
+  return restorer_->commit();
+}
+
+std::optional<std::string> restore_outputs(const std::vector<std::string>& paths, int fd, std::uint64_t offset,
+                                           std::uint64_t len) {
+  std::vector<char> buf(io_block);
+  const ArchiveSource read = [&](const char*& data, std::size_t& got) {
+    got = static_cast<std::size_t>(std::min<std::uint64_t>(len, buf.size()));
+    if (got > 0 && !pread_all(fd, buf.data(), got, static_cast<off_t>(offset))) return false;
+    offset += got;
+    len -= got;
+    data = buf.data();
+    return true;
+  };
+  return StagedOutputs(paths, read).commit();
 }
 
 } // namespace bufferlock

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,5 +39,34 @@ std::optional<std::string> pack_outputs(const std::vector<std::string>& paths, c
 // success, else why.
 std::optional<std::string> restore_outputs(const std::vector<std::string>& paths, int fd,
                                            std::uint64_t offset, std::uint64_t len);
+
+// Hands over the archive's next bytes (`len` 0 at its end), kept valid until
+// the next call; false when they cannot be had (the source knows why).
+using ArchiveSource = std::function<bool(const char*& data, std::size_t& len)>;
+
+class Restorer;
+
+// restore_outputs in two steps, for an archive whose bytes are extracted as
+// they come, before the entry they belong to is verified: the constructor
+// extracts into each PATH's private temporary directory (the same checks
+// refuse the same members), commit() renames the trees into place. Trees
+// not committed are removed with the object.
+class StagedOutputs {
+public:
+  // Extracts the whole archive that `source` hands over; error() says
+  // whether it was refused (nothing is left then).
+  StagedOutputs(const std::vector<std::string>& paths, const ArchiveSource& source);
+  ~StagedOutputs();
+  StagedOutputs(const StagedOutputs&) = delete;
+  StagedOutputs& operator=(const StagedOutputs&) = delete;
+
+  const std::optional<std::string>& error() const { return error_; }
+  // Puts the staged trees in place: nullopt, else why (or the staging's error).
+  std::optional<std::string> commit();
+
+private:
+  std::unique_ptr<Restorer> restorer_;
+  std::optional<std::string> error_;
+};
 
 } // namespace bufferlock

@@ -78,8 +78,9 @@ struct Restored {
 Restored restore(const CacheRequest& o, const EntryStore& store, const CachedEntry& e) {
   if (e.header.outputs.empty()) return {};
   HoldStopSignals hold;
-  const auto why =
-      restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(), e.header.outputs_len);
+  const auto why = e.staged ? e.staged->commit()
+                            : restore_outputs(e.header.outputs, e.fd.get(), e.header.outputs_offset(),
+                                              e.header.outputs_len);
   if (const int sig = hold.end()) return {false, sig};
   if (!why) return {};
   diag::warn(message(
@@ -119,8 +120,11 @@ Lookup same_outputs(const CacheRequest& o, Lookup l) {
 }
 
 // The entry of KEY and inputs, when it holds the caller's --output PATHs.
+// One that may be served (fresh, or within --stale) may have them staged
+// as it is read: restore() puts them in place.
 Lookup find(const CacheRequest& o, const EntryStore& store, const Inputs& inputs) {
-  return same_outputs(o, store.lookup(o.key, address(o, inputs)));
+  const auto serves = [&](const EntryHeader& h) { return !o.cache.force && current(o, h, o.cache.stale); };
+  return same_outputs(o, store.lookup_to_restore(o.key, address(o, inputs), serves));
 }
 
 // Packs the --output PATHs into `writer` as they are read (no copy on the

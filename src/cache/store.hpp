@@ -20,11 +20,16 @@
 
 namespace bufferlock {
 
+class StagedOutputs;
+
 // An entry file, open and verified.
 struct CachedEntry {
   UniqueFd fd;
   EntryHeader header;
   std::string bytes; // the whole file, when verifying it took one read; else empty
+  // Its --output PATHs extracted while it was read (lookup_to_restore),
+  // ready to be put in place; null: restored from the entry file.
+  std::shared_ptr<StagedOutputs> staged = nullptr;
 };
 
 // unreadable: the store could not be asked (a Redis error); a miss, with a warning.
@@ -146,6 +151,13 @@ public:
   virtual std::uint64_t stored_size(const EntryHeader& h) const { return h.file_size(); }
   // Finds and fully verifies the entry of `key` at `address`.
   virtual Lookup lookup(std::string_view key, const Inputs& address) const = 0;
+  // lookup() for a caller that restores the entry's --output PATHs next if
+  // `serves` says so of its header: a store may then extract them while it
+  // reads the entry (CachedEntry::staged), instead of keeping their archive.
+  using Serves = std::function<bool(const EntryHeader&)>;
+  virtual Lookup lookup_to_restore(std::string_view key, const Inputs& address, const Serves& /*serves*/) const {
+    return lookup(key, address);
+  }
   // Whether the entry of `key` at `address` seems to be there: found with its
   // header alone (no descriptor), its body neither read nor verified; else
   // missing (or unreadable). Cheap: what a caller asks while it holds the

@@ -115,6 +115,7 @@ struct HttpClient::Handle {
   std::size_t feed_len = 0;
   bool feed_end = false; // finish(): no more bytes
   bool paused = false;   // the read callback ran dry: waiting for the build
+  bool pulling = false;  // a Download: the body held in `run` until taken
   int local_errno = 0;  // a local write or read failed
   bool source_failed = false;
   bool stalled = false;
@@ -165,6 +166,15 @@ struct HttpClient::Handle {
       h.run.append(data, len);
       if (h.run.size() < file_run || h.flush()) return len;
       return 0; // ends the transfer
+    }
+    if (h.pulling) {
+      // A run not taken yet: libcurl keeps these bytes until next() asks.
+      if (h.run.size() >= file_run) {
+        h.paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+      }
+      h.run.append(data, len);
+      return len;
     }
     if (h.body) {
       const std::size_t room = h.most - std::min(h.most, h.body->size());
@@ -246,6 +256,7 @@ HttpClient::Handle& HttpClient::fresh() {
   h.feed_len = 0;
   h.feed_end = false;
   h.paused = false;
+  h.pulling = false;
   h.fd = -1;
   h.run.clear();
   if (h.run.capacity() < file_run) h.run.reserve(file_run);
@@ -364,23 +375,25 @@ HttpReply HttpClient::perform(Handle& h, bool sending) {
   return r;
 }
 
-HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
+HttpClient::Handle& HttpClient::fresh_get(const std::string& url, std::string_view range) {
   Handle& h = fresh();
-  const std::string r(range);
   if (h.usable()) {
     api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
+    const std::string r(range); // libcurl keeps a copy
     if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
-    h.fd = fd;
   }
+  return h;
+}
+
+HttpReply HttpClient::get(const std::string& url, int fd, std::string_view range) {
+  Handle& h = fresh_get(url, range);
+  if (h.usable()) h.fd = fd;
   return perform(h);
 }
 
 HttpReply HttpClient::get(const std::string& url, std::string& body, std::size_t most, std::string_view range) {
-  Handle& h = fresh();
-  const std::string r(range);
+  Handle& h = fresh_get(url, range);
   if (h.usable()) {
-    api().curl_easy_setopt(h.easy, CURLOPT_URL, url.c_str());
-    if (!r.empty()) api().curl_easy_setopt(h.easy, CURLOPT_RANGE, r.c_str());
     h.body = &body;
     h.most = most;
   }
@@ -442,6 +455,43 @@ std::unique_ptr<HttpClient::Upload> HttpClient::upload(const std::string& url) {
   }
   if (!start(h, u->reply_)) u->over_ = true;
   return u;
+}
+
+std::unique_ptr<HttpClient::Download> HttpClient::download(const std::string& url, std::string_view range) {
+  std::unique_ptr<Download> d(new Download(*this));
+  Handle& h = fresh_get(url, range);
+  if (h.usable()) h.pulling = true;
+  if (!start(h, d->reply_)) d->over_ = true;
+  return d;
+}
+
+HttpClient::Download::~Download() {
+  if (over_) return;
+  HttpReply ignored;
+  client_.conclude(*client_.handle_, ignored); // abandoned: the connection is closed
+}
+
+bool HttpClient::Download::next(std::string& out) {
+  out.clear();
+  if (over_) return false;
+  Handle& h = *client_.handle_;
+  // The time since the last run was the caller's, not a stall.
+  h.last_move = monotonic_now();
+  if (h.paused) {
+    h.paused = false;
+    api().curl_easy_pause(h.easy, CURLPAUSE_CONT);
+  }
+  while (h.run.empty() && !h.done) {
+    if (client_.step(h) || !h.run.empty()) break;
+    api().curl_multi_poll(h.multi, nullptr, 0, poll_ms, nullptr);
+  }
+  if (h.run.empty()) {
+    client_.conclude(h, reply_);
+    over_ = true;
+    return false;
+  }
+  out.swap(h.run);
+  return true;
 }
 
 HttpClient::Upload::~Upload() {

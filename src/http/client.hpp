@@ -90,6 +90,29 @@ public:
   // abandoned: its connection is closed mid-body, so that the server keeps
   // nothing of it.
   std::unique_ptr<Upload> upload(const std::string& url);
+  // A GET whose body the caller takes as it comes, in order, in runs of at
+  // most about a MiB (libcurl is paused meanwhile). It uses the client's
+  // connection: no other request may be made while it lasts.
+  class Download {
+  public:
+    ~Download();
+    Download(const Download&) = delete;
+    Download& operator=(const Download&) = delete;
+    // The next bytes of a 2xx body, in place of `out`'s; false at the end
+    // of the body or once the request failed (reply() says which).
+    bool next(std::string& out);
+    const HttpReply& reply() const { return reply_; }
+
+  private:
+    friend class HttpClient;
+    explicit Download(HttpClient& c) : client_(c) {}
+    HttpClient& client_;
+    HttpReply reply_;
+    bool over_ = false; // answered in full, or failed
+  };
+  // Starts a Download of `url` (`range` as with get). One destroyed before
+  // the end of its body is abandoned: its connection is closed.
+  std::unique_ptr<Download> download(const std::string& url, std::string_view range = {});
   // WebDAV PROPFIND, Depth: 1: the multistatus document (at most `most` bytes).
   HttpReply propfind(const std::string& url, std::string& body, std::size_t most);
 
@@ -97,6 +120,8 @@ private:
   // An upload (`sending`) is abandoned once while_waiting says it is no longer wanted.
   HttpReply perform(Handle& h, bool sending = false);
   Handle& fresh();
+  // fresh(), set up for a GET of `url` (`range`: as with get), when usable.
+  Handle& fresh_get(const std::string& url, std::string_view range);
   // The request set up on the handle: added to the multi handle; false,
   // with r.error, when there is no usable handle.
   bool start(Handle& h, HttpReply& r);

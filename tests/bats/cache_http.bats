@@ -251,6 +251,29 @@ EOF
     [[ -x $T/w/dist/sub/x.sh && -L $T/w/dist/link ]] || fail "mode or link lost"
 }
 
+@test "a hit extracts --output as the object comes: no temporary copy of the archive (TMPDIR missing), tree intact" {
+    mkdir -p "$T/w"
+    cat >"$T/bin/mk" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+mkdir -p dist && head -c 3000000 /dev/urandom >dist/blob && echo x >dist/x
+echo built
+EOF
+    chmod +x "$T/bin/mk"
+    (cd "$T/w" && blh --output dist "$K" "$T/bin/mk") >/dev/null 2>"$T/e1" || fail "build: $(cat "$T/e1")"
+    cp -a "$T/w/dist" "$T/expected"
+    rm -rf "$T/w/dist"
+    # An archive read into an unnamed file first would need TMPDIR (over 1 MiB).
+    run --separate-stderr bash -c "cd '$T/w' && TMPDIR='$T/none' \"\$@\"" _ "$BL" cache --cache-dir "$C" \
+        --store "$STORE" --output dist "$K" "$T/bin/mk"
+    assert_success
+    assert_output built
+    assert_stderr_empty
+    assert_runs 1
+    diff -r --no-dereference "$T/expected" "$T/w/dist" || fail "the restored tree differs"
+    assert_equal "$(ls -A "$T/w")" dist
+}
+
 @test "--list (text and --json, \"store\": \"http\") and --drop KEY (every input state) through PROPFIND" {
     printf 'v1\n' >"$T/dep"
     blh --depends "$T/dep" "$K" echo one >/dev/null

@@ -231,6 +231,87 @@ teardown() {
     assert_equal "$(cd "$T/w/dist" && find . | LC_ALL=C sort | tr '\n' ' ')" ". ./new.txt "
 }
 
+# make_mkout: $T/bin/mkout, a build of out/ (3 MiB of random bytes and a
+# small file) that first notes in $T/seen what its directory held.
+make_mkout() {
+    cat >"$T/bin/mkout" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+ls -A >'$T/seen'
+mkdir -p out && head -c 3000000 /dev/urandom >out/blob && echo small >out/small
+echo built
+EOF
+    chmod +x "$T/bin/mkout"
+}
+
+@test "--output extracted as the object comes, a byte flipped in its archive (data, tar header): a miss, nothing of it left" {
+    make_mkout
+    mkdir -p "$T/w"
+    (cd "$T/w" && blh --output out "$K" "$T/bin/mkout" >/dev/null) || fail "the first build failed"
+    local f off want=1
+    f=$(key_objects "$K")
+    cp -- "$f" "$T/sound"
+    # The archive starts behind stdout ("built\n"): a byte of out/blob, then
+    # one of the first tar header, which libarchive refuses on the way.
+    for off in $(($(stat -c %s "$f") / 2)) 20; do
+        cp -- "$T/sound" "$f"
+        flip_byte "$f" "$off"
+        rm -rf "$T/w/out"
+        run --separate-stderr bash -c "cd '$T/w' && \"\$@\"" _ "$BL" cache --cache-dir "$C" --store "$STORE" \
+            --output out "$K" "$T/bin/mkout"
+        assert_success
+        assert_output built
+        READ_OBJECT=$(basename "$f") assert_read_warning "$K" "$STORE" "payload checksum mismatch"
+        # When the rebuild started, nothing of the refused entry was there:
+        # no PATH, no temporary tree beside it.
+        [[ ! -s $T/seen ]] || fail "left by the refused restore (flip at $off): $(cat "$T/seen")"
+        assert_equal "$(ls -A "$T/w")" out
+        want=$((want + 1))
+        assert_runs "$want"
+    done
+}
+
+@test "an expired entry (--max-age) is rebuilt without its --output extracted first: nothing beside PATH during the build" {
+    make_mkout
+    mkdir -p "$T/w"
+    (cd "$T/w" && blh --output out "$K" "$T/bin/mkout" >/dev/null) || fail "the first build failed"
+    sleep 1.2
+    run --separate-stderr bash -c "cd '$T/w' && \"\$@\"" _ "$BL" cache --cache-dir "$C" --store "$STORE" \
+        --max-age 1 --output out "$K" "$T/bin/mkout"
+    assert_success
+    assert_output built
+    assert_stderr_empty
+    assert_runs 2
+    assert_equal "$(cat "$T/seen")" out
+    assert_equal "$(ls -A "$T/w")" out
+}
+
+@test "SIGTERM while --output is extracted as the object comes (/slow/): exit 143, nothing beside PATH, PATH untouched" {
+    make_mkout
+    mkdir -p "$T/w"
+    local url ino pid
+    url=$(http_url slow)
+    (cd "$T/w" && "$BL" cache --cache-dir "$C" --store "$url" --output out "$K" "$T/bin/mkout" >/dev/null) ||
+        fail "the first build failed"
+    ino=$(stat -c %i "$T/w/out")
+    (cd "$T/w" && exec "$BL" cache --cache-dir "$C" --store "$url" --output out "$K" "$T/bin/mkout") \
+        </dev/null >"$T/o" 2>"$T/e" 3>&- &
+    pid=$!
+    track_pid "$pid"
+    # 1 MiB/s: the staged tree is under way beside PATH for seconds.
+    poll_until 20 compgen -G "$T/w/.out.bufferlock-*/new/blob" >/dev/null || fail "no tree under way beside PATH"
+    pid_alive "$pid" || fail "the restore ended before the signal"
+    kill -TERM "$pid"
+    wait_for_exit "$pid" 10 || fail "SIGTERM did not end the restore"
+    reap "$pid"
+    assert_equal "$REAPED_STATUS" 143
+    assert_equal "$(ls -A "$T/w")" out
+    assert_equal "$(stat -c %i "$T/w/out")" "$ino"
+    [[ ! -s $T/o ]] || fail "stdout was served: $(cat "$T/o")"
+    [[ ! -s $T/e ]] || fail "stderr: $(cat "$T/e")"
+    assert_runs 1
+}
+
 @test "--sign-key: an entry signed with another key is refused with one warning and rebuilt" {
     printf 'key-one-%s' "$RANDOM" >"$T/key1"
     printf 'key-two-%s' "$RANDOM" >"$T/key2"
