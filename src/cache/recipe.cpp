@@ -4,7 +4,7 @@
 #include "cache/inputs.hpp"
 #include "cache/outputs.hpp"
 #include "cache/redis_store.hpp"
-#include "cache/store.hpp"
+#include "cache/file_store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
 #include "messages.hpp"

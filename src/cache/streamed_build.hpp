@@ -5,7 +5,9 @@
 // stderr held until stdout is complete, the outputs archive, --max-entry.
 #pragma once
 
+#include "cache/compress.hpp"
 #include "cache/store.hpp"
+#include "util/checksum.hpp"
 
 #include <memory>
 #include <optional>

@@ -1,0 +1,507 @@
+#include "cache/file_store.hpp"
+
+#include "cache/inputs.hpp"
+#include "messages.hpp"
+#include "run/command.hpp"
+#include "util/io.hpp"
+#include "util/md5.hpp"
+#include "util/random.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <map>
+#include <vector>
+
+namespace bufferlock {
+
+namespace {
+
+// Whether `path` still names the file open as `fd`.
+bool names_same_file(const std::string& path, int fd) { return names_open_file(AT_FDCWD, path, fd); }
+
+// An entry file opened and its header decoded, its payload not read.
+struct HeadOnly {
+  UniqueFd fd;
+  std::uint64_t size = 0;
+  std::optional<EntryHeader> header; // nullopt: not an entry (or not one of this size)
+};
+
+// Opens `path` (no symbolic link, a regular file) and decodes its header;
+// nullopt when it cannot be opened or read.
+std::optional<HeadOnly> read_header_of(const std::string& path) {
+  HeadOnly h;
+  h.fd.reset(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!h.fd || ::fstat(h.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  h.size = static_cast<std::uint64_t>(st.st_size);
+  std::string head, why;
+  if (!read_entry_head(h.fd.get(), h.size, head)) return std::nullopt;
+  h.header = decode_header(head, why);
+  if (h.header && h.header->file_size() != h.size) h.header.reset();
+  return h;
+}
+
+// The names of the entry files in `dir` (*.entry).
+std::vector<std::string> entry_file_names(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (const dirent* ent = ::readdir(d))
+    if (std::string_view name = ent->d_name; name.size() > 6 && name.ends_with(".entry"))
+      names.emplace_back(name);
+  ::closedir(d);
+  return names;
+}
+
+// Unlinks `path` only if it is still the file open as `fd` (it may have been
+// replaced by a newer entry since we looked).
+void unlink_if_same(const std::string& path, int fd) {
+  if (names_same_file(path, fd)) ::unlink(path.c_str());
+}
+
+// Creates a build's temporary file in `dir` and locks it (LOCK_EX), which
+// tells --gc that its builder is alive. Between our open and our flock the
+// file is visible and unlocked: a --gc in that moment takes it for a dead
+// builder's and removes it. So once locked we check that the name is still
+// ours, and start again under a new name if it is not. The flock blocks: a
+// --gc holds a temporary file's lock only while it decides.
+std::optional<SysError> create_locked_temp(const std::string& dir, const std::string& digest, UniqueFd& fd,
+                                           std::string& path) {
+  constexpr int attempts = 8; // each retry needs a --gc racing us again
+  const std::string prefix = dir + "/.tmp-" + digest + "-" + std::to_string(::getpid()) + "-";
+  for (int i = 0; i < attempts; ++i) {
+    path = prefix + random_token().substr(0, 8);
+    fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!fd) return SysError{path, errno_text(errno)};
+    int rc = 0;
+    while ((rc = ::flock(fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    // A file system without flock: --gc cannot lock the file either, so it
+    // never removes it.
+    if (rc != 0 || names_same_file(path, fd.get())) return std::nullopt;
+  }
+  fd.reset();
+  return SysError{path, errno_text(ENOENT)};
+}
+
+} // namespace
+
+std::optional<SysError> CacheStore::prepare() const {
+  if (::mkdir(dir_.c_str(), 0700) == 0) return std::nullopt;
+  if (errno == ENOENT) {
+    if (auto e = make_dirs(parent_dir(dir_), 0777)) return e;
+    if (::mkdir(dir_.c_str(), 0700) == 0 || errno == EEXIST) return std::nullopt;
+    return SysError{dir_, errno_text(errno)};
+  }
+  if (errno != EEXIST) return SysError{dir_, errno_text(errno)};
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return SysError{dir_, errno_text(ENOTDIR)};
+  // There but read-only (a mount, its mode): nothing can be stored in it.
+  if (::faccessat(AT_FDCWD, dir_.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
+    return SysError{dir_, errno_text(errno)};
+  return std::nullopt;
+}
+
+std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) const {
+  return dir_ + "/" + entry_file_name(key, inputs);
+}
+
+Lookup CacheStore::lookup(std::string_view key, const Inputs& address) const {
+  const std::string path = entry_path(key, address);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, errno == ELOOP ? "it is a symbolic link" : errno_text(errno)};
+  }
+  std::string why;
+  const std::string wanted(key);
+  std::string bytes;
+  auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
+  if (!header) {
+    // Another key whose MD5 collides is simply not ours: a miss, no warning.
+    if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, why};
+  }
+  // Other inputs or outputs (a file renamed by hand), or a version 2 entry
+  // whose dependency stamps cannot be compared with a digest: not this entry.
+  if (!header->filed_at(address)) return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
+}
+
+Lookup CacheStore::peek(std::string_view key, const Inputs& address) const {
+  auto h = read_header_of(entry_path(key, address));
+  if (!h || !h->header || h->header->key != key || !h->header->filed_at(address))
+    return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{{}, std::move(*h->header), {}}, {}};
+}
+
+std::vector<std::string> CacheStore::names_of(std::string_view key) const {
+  std::vector<std::string> out;
+  const std::string stem = md5_hex(key);
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return out;
+  while (const dirent* ent = ::readdir(d)) {
+    const std::string_view name = ent->d_name;
+    if (!name.starts_with(stem) || !name.ends_with(".entry")) continue;
+    // <md5>.entry or <md5>.<32 hex>.entry
+    const std::size_t middle = name.size() - stem.size() - 6;
+    if (middle == 0 || (middle == 33 && name[stem.size()] == '.')) out.emplace_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  // Headers first (cheap), then the full verification of the newest sound one.
+  std::vector<StaleCandidate> found;
+  for (auto& name : names_of(key)) {
+    auto h = read_header_of(dir_ + "/" + name);
+    if (h && h->header) found.push_back({std::move(*h->header), std::move(name)});
+  }
+  const std::string wanted(key);
+  return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) -> Lookup {
+    UniqueFd fd(::open((dir_ + "/" + c.name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    std::string why, bytes;
+    if (!fd) return {LookupState::missing, {}, {}};
+    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
+      return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
+    return {LookupState::missing, {}, {}};
+  });
+}
+
+std::optional<SysError> CacheStore::drop(std::string_view key) const {
+  for (const auto& name : names_of(key)) {
+    const std::string path = dir_ + "/" + name;
+    // -v names what goes: its header read first.
+    const auto h = diag::verbose() ? read_header_of(path) : std::nullopt;
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) continue;
+      return SysError{path, errno_text(errno)};
+    }
+    if (h) say_removed(h->header ? &*h->header : nullptr, path, h->size, "dropped");
+  }
+  // A directory that cannot be read: say so, rather than "nothing to drop".
+  if (::access(dir_.c_str(), F_OK) == 0 && ::access(dir_.c_str(), R_OK | X_OK) != 0)
+    return SysError{dir_, errno_text(errno)};
+  return std::nullopt;
+}
+
+int CacheStore::trim(std::uint64_t max_size) const {
+  std::vector<SizedEntry> entries;
+  std::map<std::string, std::pair<std::optional<EntryHeader>, std::uint64_t>> seen; // for -v
+  for (auto& name : entry_file_names(dir_)) {
+    auto h = read_header_of(dir_ + "/" + name);
+    if (!h) continue;
+    // A file that is no entry counts as the oldest (gc removes corrupt ones anyway).
+    entries.push_back({h->header ? h->header->created_ns : INT64_MIN, h->size, name});
+    seen.emplace(std::move(name), std::pair(std::move(h->header), h->size));
+  }
+  int removed = 0;
+  const std::vector<std::string> oldest = over_size(std::move(entries), max_size);
+  for (const auto& name : oldest) {
+    const std::string path = dir_ + "/" + name;
+    if (::unlink(path.c_str()) != 0) continue;
+    ++removed;
+    const auto& [h, size] = seen[name];
+    say_removed(h ? &*h : nullptr, path, size, h ? "over --max-size (oldest)" : "corrupt");
+  }
+  return removed;
+}
+
+GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const {
+  GcCounts counts;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return counts;
+  std::vector<std::string> names;
+  while (const dirent* ent = ::readdir(d))
+    names.emplace_back(ent->d_name);
+  ::closedir(d);
+  for (const auto& name : names) {
+    const std::string path = dir_ + "/" + name;
+    const bool is_entry = name.size() > 6 && name.ends_with(".entry");
+    const bool is_temp = name.starts_with(".tmp-");
+    if (!is_entry && !is_temp) continue;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) continue;
+    if (is_temp) {
+      // The builder holds LOCK_EX on its temporary file until it is done
+      // (and retries if we remove it before it could lock it: create_locked_temp).
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+        unlink_if_same(path, fd.get());
+        ++counts.temps_removed;
+        say_removed(nullptr, path, 0, "leftover of a build that ended");
+      }
+      continue;
+    }
+    std::string why;
+    auto h = verify_entry(fd.get(), nullptr, why);
+    if (!h || (max_age && freshness(h->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
+      unlink_if_same(path, fd.get());
+      ++counts.entries_removed;
+      struct stat st {};
+      const std::uint64_t size = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+      if (h)
+        say_removed(&*h, path, size, "expired");
+      else
+        say_removed(nullptr, path, 0, "corrupt: " + why);
+    }
+  }
+  return counts;
+}
+
+std::vector<ListedEntry> CacheStore::list() const {
+  std::vector<ListedEntry> out;
+  for (const auto& name : entry_file_names(dir_)) {
+    // The header and the size only: listing must not read every payload.
+    const auto h = read_header_of(dir_ + "/" + name);
+    if (!h || !h->header) continue;
+    out.push_back(listed_entry(*h->header, h->size));
+  }
+  return out;
+}
+
+std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
+                                                        std::int64_t created_ns, const Inputs& inputs,
+                                                        const BuildContents& what) {
+  const KeepStderr keep_stderr = what.keep_stderr;
+  EntryWriter w;
+  const std::string digest = md5_hex(key);
+  w.final_path_ = store.entry_path(key, entry_address(inputs, what.outputs));
+  // The lock marks the build as running for --gc (released when the descriptor closes).
+  if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
+  w.header_.created_ns = created_ns;
+  w.header_.key = std::string(key);
+  w.header_.inputs = inputs;
+  w.header_.outputs = what.outputs;
+  w.max_entry_ = what.max_entry;
+  w.keep_stderr_ = keep_stderr == KeepStderr::yes;
+  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
+                                       store.signer() != nullptr || what.compress);
+  if (const EntrySigner* signer = store.signer()) {
+    w.header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
+    w.mac_ = signer->begin();
+  }
+  if (what.compress) {
+    w.header_.version = entry_format_version_3;
+    w.header_.compression = true; // its flags and lengths are set by publish()
+  }
+  if (keep_stderr == KeepStderr::yes) {
+    // stderr comes interleaved with stdout but is stored after it: it waits
+    // in an anonymous file of the same directory (so on the same disk).
+    w.stderr_fd_.reset(::open(store.dir().c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
+    if (!w.stderr_fd_) {
+      const int err = errno;
+      ::unlink(w.temp_path_.c_str());
+      return SysError{store.dir(), errno_text(err)};
+    }
+  }
+  const std::string head = encode_header(w.header_);
+  if (!write_all(w.fd_.get(), head.data(), head.size())) {
+    const int err = errno;
+    ::unlink(w.temp_path_.c_str());
+    return SysError{w.temp_path_, errno_text(err)};
+  }
+  return w;
+}
+
+EntryWriter::~EntryWriter() {
+  if (fd_ && !published_) ::unlink(temp_path_.c_str());
+}
+
+void EntryWriter::fail(int err) {
+  error_ = SysError{temp_path_, errno_text(err)};
+  ::unlink(temp_path_.c_str());
+  fd_.reset();
+  stderr_fd_.reset();
+}
+
+bool EntryWriter::append(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (header_.compression) return compressors().first->write(data, len);
+  return store_stdout(data, len);
+}
+
+bool EntryWriter::store_stdout(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!count(len)) return true; // only counted
+  if (!write_body(data, len)) return false;
+  header_.payload_len += len;
+  return true;
+}
+
+bool EntryWriter::write_body(const char* data, std::size_t len) {
+  if (!write_all(fd_.get(), data, len)) {
+    fail(errno);
+    return false;
+  }
+  payload_hash_.update(data, len);
+  if (mac_) mac_->update(data, len);
+  return true;
+}
+
+bool EntryWriter::append_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!keep_stderr_) return true;
+  if (header_.compression) return compressors().second->write(data, len);
+  return store_stderr(data, len);
+}
+
+bool EntryWriter::store_stderr(const char* data, std::size_t len) {
+  if (error_) return false;
+  if (!count(len)) return true;
+  if (!write_all(stderr_fd_.get(), data, len)) {
+    fail(errno);
+    return false;
+  }
+  header_.stderr_len += len;
+  return true;
+}
+
+std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
+  // Made at first use, when the writer has reached its place: they call it back.
+  if (!stdout_z_) {
+    stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
+    if (keep_stderr_)
+      stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
+  }
+  return {stdout_z_.get(), stderr_z_.get()};
+}
+
+bool EntryWriter::finish_compression() {
+  if (!header_.compression) return true;
+  compressors();
+  if (!stdout_z_->finish() || (stderr_z_ && !stderr_z_->finish())) return false;
+  header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
+                       (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
+  header_.raw_stdout_len = stdout_z_->raw_len();
+  header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
+  stdout_z_.reset();
+  stderr_z_.reset();
+  return true;
+}
+
+bool EntryWriter::end_streams() {
+  if (error_) return false;
+  if (streams_ended_) return true;
+  streams_ended_ = true;
+  if (!finish_compression()) return false;
+  if (!too_large_ && stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) {
+    fail(errno);
+    return false;
+  }
+  stderr_fd_.reset();
+  return true;
+}
+
+bool EntryWriter::append_outputs(const char* data, std::size_t len) {
+  if (!end_streams()) return false;
+  if (!count(len)) return true; // only counted
+  if (!write_body(data, len)) return false;
+  header_.outputs_len += len;
+  return true;
+}
+
+// Past --max-entry the temporary file goes at once (a large output must
+// not fill the disk only to be thrown away), and the bytes are only counted
+// on, so that the warning can name the stored size.
+bool EntryWriter::count(std::uint64_t len) {
+  stored_ += len;
+  if (too_large_) return false;
+  if (!max_entry_ || stored_ <= *max_entry_) return true;
+  too_large_ = true;
+  ::unlink(temp_path_.c_str());
+  fd_.reset();
+  stderr_fd_.reset();
+  return false;
+}
+
+// Appends `len` bytes of `src` (the held stderr) to the entry, hashing them
+// on the way.
+bool EntryWriter::copy_behind(int src, std::uint64_t len) {
+  std::vector<char> buf(std::min<std::uint64_t>(len, entry_small_read));
+  for (std::uint64_t at = 0; at < len;) {
+    const std::size_t take = std::min<std::uint64_t>(len - at, buf.size());
+    if (stop_signal() != 0) {
+      errno = EINTR; // abandoned: the caller exits 128+N
+      return false;
+    }
+    if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
+      return false;
+    payload_hash_.update(buf.data(), take);
+    if (mac_) mac_->update(buf.data(), take);
+    at += take;
+  }
+  return true;
+}
+
+std::optional<SysError> EntryWriter::publish() {
+  if (!end_streams()) return error_;
+  if (too_large_) return std::nullopt;
+  if (mac_) EntrySigner::seal(*mac_, header_);
+  const std::string head = encode_header(header_);
+  const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
+  if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
+      !write_all(fd_.get(), trailer.data(), trailer.size())) {
+    fail(errno);
+    return error_;
+  }
+  if (stop_signal() != 0) {
+    fail(EINTR); // abandoned before it is visible: the caller exits 128+N
+    return error_;
+  }
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    const int err = errno;
+    error_ = SysError{final_path_, errno_text(err)};
+    ::unlink(temp_path_.c_str());
+    fd_.reset();
+    return error_;
+  }
+  published_ = true;
+  return std::nullopt;
+}
+
+CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_, {}}; }
+
+} // namespace bufferlock
+
+namespace bufferlock {
+
+namespace {
+
+// The file store's build: an EntryWriter behind the EntryBuild interface.
+class FileBuild final : public EntryBuild {
+public:
+  explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
+  bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
+  bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
+  bool append_outputs(const char* data, std::size_t len) override { return w_.append_outputs(data, len); }
+  std::optional<SysError> publish() override { return w_.publish(); }
+  const std::optional<SysError>& error() const override { return w_.error(); }
+  std::optional<CachedEntry> entry() override { return w_.entry(); }
+  bool too_large() const override { return w_.too_large(); }
+  std::uint64_t stored_size() const override { return w_.stored_size(); }
+  const EntryHeader& header() const override { return w_.header(); }
+
+private:
+  EntryWriter w_;
+};
+
+} // namespace
+
+std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
+                                                                            const Inputs& inputs,
+                                                                            std::int64_t created_ns,
+                                                                            const BuildContents& what) const {
+  auto created = EntryWriter::create(*this, key, created_ns, inputs, what);
+  if (auto* e = std::get_if<SysError>(&created)) return *e;
+  return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
+}
+
+} // namespace bufferlock
