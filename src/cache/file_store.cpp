@@ -256,6 +256,32 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
   return counts;
 }
 
+std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
+  GcCounts c = gc(policy.max_age, policy.now_ns);
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
+                                        {"temps", std::to_string(c.temps_removed)},
+                                        {"path", dir_}});
+  });
+  if (!policy.max_size) return c;
+  const int trimmed = trim(*policy.max_size);
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(trimmed)},
+                                           {"path", dir_},
+                                           {"size", std::to_string(*policy.max_size)}});
+  });
+  c.entries_removed += trimmed;
+  return c;
+}
+
+const StoreMessages& CacheStore::messages() const {
+  // It is never unreadable, nor fails to list.
+  static const StoreMessages m{Msg::cache_entry_corrupt,     Msg::cache_redis_read_failed,
+                               Msg::cache_store_failed,      Msg::cache_redis_list_failed,
+                               Msg::cache_drop_failed,       Msg::cache_http_cannot_list};
+  return m;
+}
+
 std::vector<ListedEntry> CacheStore::list() const {
   std::vector<ListedEntry> out;
   for (const auto& name : entry_file_names(dir_)) {

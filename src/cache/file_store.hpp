@@ -17,7 +17,9 @@ public:
 
   const std::string& dir() const { return dir_; }
 
-  bool remote() const override { return false; }
+  std::string_view name() const override { return "file"; }
+  std::string location() const override { return dir_; }
+  const StoreMessages& messages() const override;
   std::string where(std::string_view key, const Inputs& inputs) const override {
     return entry_path(key, inputs);
   }
@@ -55,6 +57,8 @@ public:
   // temporary files whose builder is gone (a builder holds a lock on its
   // temporary file, so a running build's file is never removed).
   GcCounts gc(std::optional<Nanos> max_age, std::int64_t now_ns) const;
+  // Both, the -v lines of each said; it never fails.
+  std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
 
 private:
   // The names of the entry files of `key` (any inputs).

@@ -203,21 +203,25 @@ std::string HttpStore::object_name(std::string_view key, const Inputs& inputs) c
   return entry_file_name(key, inputs);
 }
 
+const StoreMessages& HttpStore::messages() const {
+  static const StoreMessages m{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                               Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
+                               Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
+  return m;
+}
+
 std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
   return "HTTP store at " + server() + ", object " + object_name(key, inputs);
 }
 
 Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
-  if (down_) return unreadable(*down_);
   return read_object(key, object_name(key, inputs));
 }
 
 // The tail alone: one small range request.
 Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
-  if (down_) return unreadable(*down_);
   Tail t;
   Lookup l = read_tail(object_name(key, address), t);
-  if (l.state == LookupState::unreadable) down_ = l.why;
   if (l.state == LookupState::unreadable) return l;
   if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
     return {LookupState::missing, {}, {}};
@@ -268,7 +272,6 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
   for (int attempt = 0;; ++attempt) {
     Tail t;
     Lookup l = read_tail(name, t);
-    if (l.state == LookupState::unreadable) down_ = l.why;
     if (l.state != LookupState::found) return l;
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (t.header.key != wanted) return {LookupState::missing, {}, {}};
@@ -287,7 +290,6 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
     } else if (body > 0) {
       const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
       if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-      if (!r.error.empty() || r.status >= 500) down_ = r.text();
       if (!r.ok()) return unreadable(r.text());
       // A server that sent the whole object: its body is what counts.
       if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
@@ -363,7 +365,6 @@ std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view 
 }
 
 Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   std::vector<StaleCandidate> candidates;
@@ -398,8 +399,10 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   return out;
 }
 
-std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std::optional<std::uint64_t> max_size,
-                                               std::int64_t now_ns) const {
+std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
+  const std::optional<Nanos>& max_age = policy.max_age;
+  const std::optional<std::uint64_t>& max_size = policy.max_size;
+  const std::int64_t now_ns = policy.now_ns;
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   const auto& all = std::get<std::vector<Head>>(found);
@@ -424,6 +427,10 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
       ++counts.entries_removed;
     }
   }
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done,
+                   {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", server()}});
+  });
   return counts;
 }
 
@@ -431,7 +438,6 @@ std::variant<std::unique_ptr<EntryBuild>, SysError> HttpStore::begin_build(std::
                                                                            const Inputs& inputs,
                                                                            std::int64_t created_ns,
                                                                            const BuildContents& what) const {
-  if (down_) return SysError{server(), *down_};
   auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what);
   if (auto e = b->start()) return *e;
   return std::unique_ptr<EntryBuild>(std::move(b));

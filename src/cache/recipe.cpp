@@ -1,10 +1,10 @@
 #include "cache/recipe.hpp"
 
-#include "cache/http_store.hpp"
 #include "cache/inputs.hpp"
+#include "cache/open_store.hpp"
 #include "cache/outputs.hpp"
-#include "cache/redis_store.hpp"
-#include "cache/file_store.hpp"
+#include "cache/stat_cache.hpp"
+#include "cache/store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
 #include "messages.hpp"
@@ -137,13 +137,13 @@ std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
 std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
 
 // `walk`: what the walk records or compares besides the digest.
-std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files, InputsWalk* walk) {
+std::variant<Inputs, SysError> compute_inputs(const Options& o, const std::string& cache_dir, InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
-  StatCache stats(files.dir());
+  StatCache stats(cache_dir);
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   // Not read-only: what the stat cache says decides which entry is served.
-  if (stats.dirty() && !o.cache.read_only && !files.prepare()) stats.save(); // failing: a re-read next time
+  if (stats.dirty() && !o.cache.read_only && !prepare_cache_dir(cache_dir)) stats.save(); // failing: a re-read next time
   return Inputs(std::get<Digest128>(d));
 }
 
@@ -161,10 +161,9 @@ void say_missing_depends(const Options& o) {
 // cannot be read now: the first path that did (empty when none can be named).
 std::optional<std::string> inputs_changed(const Options& o, const Digest128& before,
                                           const InputsTrail& trail) {
-  CacheStore files(cache_dir_of(o));
   InputsWalk walk;
   if (trail.complete()) walk.since = &trail;
-  const auto now = compute_inputs(o, files, &walk);
+  const auto now = compute_inputs(o, cache_dir_of(o), &walk);
   if (const auto* e = std::get_if<SysError>(&now)) return e->path;
   if (std::get<Inputs>(now) == before) return std::nullopt;
   return walk.first_new;
@@ -179,24 +178,23 @@ Options lock_options(const Options& o, const Inputs& inputs) {
   return l;
 }
 
-// --max-entry, the same in every store: the limit given, else 64M in Redis
-// (whose memory the entries take) and none in the other stores.
-std::optional<std::uint64_t> entry_limit(const Options& o) {
-  if (o.cache.max_entry_given || o.cache.store == CacheStoreKind::redis) return o.cache.max_entry;
+// --max-entry, the same in every store: the limit given, else 64M in a
+// store whose memory the entries take (Redis) and none in the others.
+std::optional<std::uint64_t> entry_limit(const Options& o, const EntryStore& store) {
+  if (o.cache.max_entry_given || store.limits_entries()) return o.cache.max_entry;
   return std::nullopt;
 }
 
+// A message of `store` about `key` (shown as is) and `place` (its path or
+// server), in the store's words.
+std::string store_message(Msg m, const std::string& key, const std::string& place, const std::string& error) {
+  return message(m, {{"key", key}, {"path", place}, {"server", place}, {"error", error}});
+}
+
 // The one warning of an output that was not stored.
-void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
+void warn_not_stored(const EntryStore& store, const std::string& key, const SysError& e) {
   if (store.noted_unreadable()) return; // the lookup's warning said the store failed
-  if (o.cache.store == CacheStoreKind::http)
-    diag::warn(
-        message(Msg::cache_http_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
-  else if (store.remote())
-    diag::warn(
-        message(Msg::cache_redis_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
-  else
-    diag::warn(message(Msg::cache_store_failed, {{"key", key}, {"path", e.path}, {"error", e.reason}}));
+  diag::warn(store_message(store.messages().not_stored, key, e.path, e.reason));
 }
 
 // Runs the command, copying its stdout as it comes to our stdout and to a new
@@ -210,9 +208,9 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
   // --max-entry: not stored, one warning of its own naming the stored size.
   std::optional<std::uint64_t> too_large;
   if (!unusable) {
-    // Compressed in Redis, where bytes cost memory and network; in the file store on request.
+    // Compressed where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
-                             o.cache.compress || store.remote(), entry_limit(o)};
+                             store.compresses(o.cache.compress), entry_limit(o, store)};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
@@ -300,7 +298,7 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
                                                       {"size", std::to_string(o.cache.max_entry)}}));
       why_not = "its stored size, " + std::to_string(*too_large) + " bytes, is over --max-entry";
     } else if (store_error) {
-      warn_not_stored(o, store, key, *store_error);
+      warn_not_stored(store, key, *store_error);
       why_not = store_error->path + ": " + store_error->reason;
     }
     if (writer) {
@@ -384,14 +382,10 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
 void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
   const std::string where = store.where(o.key, address(o, inputs));
-  if (l.state == LookupState::corrupt && !store.remote())
-    diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
-  else if (l.state == LookupState::corrupt)
-    diag::warn(message(Msg::cache_redis_entry_corrupt,
-                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
+  if (l.state == LookupState::corrupt)
+    diag::warn(store_message(store.messages().corrupt, display_key(o.key), where, l.why));
   else if (l.state == LookupState::unreadable && !store.noted_unreadable())
-    diag::warn(message(Msg::cache_redis_read_failed,
-                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
+    diag::warn(store_message(store.messages().unreadable, display_key(o.key), where, l.why));
   if (l.state == LookupState::unreadable) store.note_unreadable();
 }
 
@@ -429,24 +423,6 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
                                               {{"waited", format_seconds(monotonic_now() - wait_start)}}))
       return *status;
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
-}
-
-int gc(const Options& o, const CacheStore& store) {
-  const GcCounts c = store.gc(o.cache.max_age, wall_clock_ns());
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
-                                        {"temps", std::to_string(c.temps_removed)},
-                                        {"path", store.dir()}});
-  });
-  if (o.cache.max_size) {
-    const int trimmed = store.trim(*o.cache.max_size);
-    diag::debug_lazy([&] {
-      return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(trimmed)},
-                                             {"path", store.dir()},
-                                             {"size", std::to_string(*o.cache.max_size)}});
-    });
-  }
-  return exit_code::ok;
 }
 
 // A KEY on one line of --list: backslash, control bytes and DEL as \xHH.
@@ -529,35 +505,29 @@ std::string default_cache_dir() {
   return std::string(home) + "/.cache/bufferlock";
 }
 
-// --list, --drop and --gc on an http store: through WebDAV PROPFIND, which
-// a server that cannot answer it makes a usage error (SPEC §18).
-int http_admin(const Options& o, const HttpStore& http) {
-  // A server that answered the listing with another status cannot list: 64.
+// --list, --drop and --gc, on every store alike. A store that answered but
+// cannot list (an http server without WebDAV PROPFIND) makes it a usage
+// error (SPEC §18).
+int admin(const Options& o, const EntryStore& store) {
   const auto failed = [&](const SysError& e, Msg m) {
     if (e.refused) {
-      diag::error(message(Msg::cache_http_cannot_list, {{"server", e.path}, {"error", e.reason}}));
+      diag::error(message(store.messages().cannot_list, {{"server", e.path}, {"error", e.reason}}));
       return exit_code::usage;
     }
-    diag::error(message(m, {{"key", display_key(o.key)}, {"server", e.path}, {"error", e.reason}}));
+    diag::error(store_message(m, display_key(o.key), e.path, e.reason));
     return o.error_exit;
   };
   if (o.cache.list) {
-    auto entries = http.list_entries();
-    if (auto* e = std::get_if<SysError>(&entries)) return failed(*e, Msg::cache_http_list_failed);
-    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, "http");
+    auto entries = store.list_entries();
+    if (auto* e = std::get_if<SysError>(&entries)) return failed(*e, store.messages().list_failed);
+    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, store.name());
   }
   if (o.cache.drop) {
-    if (auto e = http.drop(o.key)) return failed(*e, Msg::cache_http_drop_failed);
+    if (auto e = store.drop(o.key)) return failed(*e, store.messages().drop_failed);
     return exit_code::ok;
   }
-  auto counts = http.gc(o.cache.max_age, o.cache.max_size, wall_clock_ns());
-  if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, Msg::cache_http_list_failed);
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done,
-                   {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
-                    {"temps", "0"},
-                    {"path", http.server()}});
-  });
+  const auto counts = store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns()});
+  if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
   return exit_code::ok;
 }
 
@@ -568,56 +538,14 @@ int cache_main(const Options& o) {
 
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
-  CacheStore files(cache_dir_of(o));
-  std::optional<RedisStore> redis;
-  std::optional<HttpStore> http;
-  if (o.cache.store == CacheStoreKind::redis) {
-    std::optional<Nanos> expire_after = o.cache.max_age;
-    if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
-    redis.emplace(o.redis, expire_after);
-  } else if (o.cache.store == CacheStoreKind::http) {
-    HttpSettings s;
-    s.ca_file = o.redis.tls.ca;
-    s.timeout = o.cache.store_timeout;
-    s.while_waiting = while_sink_waits; // a slow upload keeps signals and renewals on time
-    if (!o.cache.store_token_file.empty()) {
-      auto read = read_secret_file(o.cache.store_token_file);
-      if (read.index() == 1) {
-        diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_store_token_file,
-                                                                {{"path", o.cache.store_token_file},
-                                                                 {"error", std::get<1>(read)}})}}));
-        return exit_code::usage;
-      }
-      s.token = std::get<0>(std::move(read));
-      while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
-        s.token.pop_back();
-    }
-    http.emplace(o.cache.store_url, std::move(s));
-    if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
+  const std::string cache_dir = cache_dir_of(o);
+  auto opened = open_store(o.cache, o.redis, cache_dir);
+  if (auto* why = std::get_if<std::string>(&opened)) {
+    diag::error(message(Msg::usage_hint, {{"error", *why}}));
+    return exit_code::usage;
   }
-  const EntryStore& store = redis  ? static_cast<const EntryStore&>(*redis)
-                            : http ? static_cast<const EntryStore&>(*http)
-                                   : files;
-  if (o.cache.gc) return redis ? exit_code::ok : gc(o, files); // Redis expires entries by itself
-  if (o.cache.list) {
-    auto entries = store.list_entries();
-    if (auto* e = std::get_if<SysError>(&entries)) {
-      diag::error(message(Msg::cache_redis_list_failed, {{"server", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
-    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, redis ? "redis" : "file");
-  }
-  if (o.cache.drop) {
-    if (auto e = store.drop(o.key)) {
-      if (redis)
-        diag::error(message(Msg::cache_redis_drop_failed,
-                            {{"key", display_key(o.key)}, {"server", e->path}, {"error", e->reason}}));
-      else
-        diag::error(message(Msg::cache_drop_failed, {{"path", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
-    return exit_code::ok;
-  }
+  EntryStore& store = *std::get<std::unique_ptr<EntryStore>>(opened);
+  if (o.cache.list || o.cache.drop || o.cache.gc) return admin(o, store);
   // --sign-key: read (and libcrypto loaded) once, before anything is looked up.
   std::optional<EntrySigner> signer;
   if (!o.cache.sign_key.empty()) {
@@ -629,9 +557,7 @@ int cache_main(const Options& o) {
       return exit_code::usage;
     }
     signer.emplace(std::move(std::get<EntrySigner>(read)));
-    files.sign_with(&*signer);
-    if (redis) redis->sign_with(&*signer);
-    if (http) http->sign_with(&*signer);
+    store.sign_with(&*signer);
   }
 
   Inputs inputs;
@@ -639,7 +565,7 @@ int cache_main(const Options& o) {
   {
     InputsWalk walk;
     walk.record = &trail;
-    auto computed = compute_inputs(o, files, &walk);
+    auto computed = compute_inputs(o, cache_dir, &walk);
     if (auto* e = std::get_if<SysError>(&computed)) {
       diag::error(message(Msg::cache_inputs_unreadable,
                           {{"path", e->path}, {"key", display_key(o.key)}, {"error", e->reason}}));
@@ -673,13 +599,13 @@ int cache_main(const Options& o) {
   // entry or lock files opened from here on.
   fill_std_fds();
   if (o.cache.read_only)
-    return read_only_miss(o, store, inputs, files.dir() + "/locks",
+    return read_only_miss(o, store, inputs, cache_dir + "/locks",
                           have && age == Freshness::stale ? &found.entry : nullptr);
   // The directory must exist (0700) before its locks/ and entries.
   const std::optional<SysError> unusable = store.prepare();
   // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
   const Options locking = lock_options(o, inputs);
-  const std::unique_ptr<Lock> lock = make_lock(locking, files.dir() + "/locks");
+  const std::unique_ptr<Lock> lock = make_lock(locking, cache_dir + "/locks");
   if (have && age == Freshness::stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
@@ -705,7 +631,8 @@ int cache_main(const Options& o) {
   // in a cache directory that cannot be made or written is reported as that.
   LockWords words{o.key, std::nullopt};
   if (locking.backend != Backend::redis && locking.dir.empty()) {
-    if (const auto e = store.remote() ? files.prepare() : unusable)
+    // (A remote store's prepare() makes no directory.)
+    if (const auto e = unusable ? unusable : prepare_cache_dir(cache_dir))
       words.error = message(Msg::cache_dir_unusable, {{"path", e->path}, {"error", e->reason}});
   }
   // Takes the lock; nullopt once held, else the status to end with.

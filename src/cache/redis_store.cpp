@@ -52,6 +52,13 @@ std::string RedisStore::entry_pattern() const {
   return p;
 }
 
+const StoreMessages& RedisStore::messages() const {
+  static const StoreMessages m{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                               Msg::cache_redis_store_failed,  Msg::cache_redis_list_failed,
+                               Msg::cache_redis_drop_failed,   Msg::cache_http_cannot_list};
+  return m;
+}
+
 std::string RedisStore::where(std::string_view key, const Inputs& inputs) const {
   return "Redis at " + server() + ", key " + entry_key(key, inputs);
 }

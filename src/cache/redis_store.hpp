@@ -31,7 +31,15 @@ public:
   // `expire_after`: max-age + stale (entries without --max-age never expire).
   RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after);
 
-  bool remote() const override { return true; }
+  std::string_view name() const override { return "redis"; }
+  std::string location() const override { return server(); }
+  const StoreMessages& messages() const override;
+  // Bytes cost the server's memory and the network: always compressed, and
+  // --max-entry's default applies.
+  bool compresses(bool) const override { return true; }
+  bool limits_entries() const override { return true; }
+  // Entries expire by their time to live: nothing to do, nothing said.
+  std::variant<GcCounts, SysError> gc(const GcPolicy&) const override { return GcCounts{}; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;

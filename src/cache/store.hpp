@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/entry_file.hpp"
+#include "messages.hpp"
 #include "util/files.hpp"
 
 #include <functional>
@@ -76,6 +77,28 @@ struct GcCounts {
   int temps_removed = 0;
 };
 
+// What --gc asks of a store: entries older than max_age go, then the oldest
+// until the rest add up to max_size. (The place for a rule by last use.)
+struct GcPolicy {
+  std::optional<Nanos> max_age;
+  std::optional<std::uint64_t> max_size;
+  std::int64_t now_ns = 0;
+};
+
+// How a store's failures are said (messages.hpp). Each is given the
+// values key, path and server (the store's place: SysError::path or
+// where()) and error, and uses those it names.
+struct StoreMessages {
+  Msg corrupt;     // an entry found corrupt: rebuilt
+  Msg unreadable;  // the store could not be read: a miss
+  Msg not_stored;  // a build's output not stored
+  Msg list_failed; // --list, --gc
+  Msg drop_failed; // --drop
+  // --list, --drop or --gc on a store that answered but cannot list
+  // (SysError::refused): a usage error.
+  Msg cannot_list;
+};
+
 // One entry file found by its name, for --gc --max-size.
 struct SizedEntry {
   std::int64_t created_ns;
@@ -119,13 +142,23 @@ public:
   virtual const EntryHeader& header() const = 0;
 };
 
-// A store of entries: the cache directory, or a Redis server. Its errors are
-// SysErrors whose `path` is the entry's path, or the Redis server's address
-// when remote().
+// A store of entries: the cache directory, a Redis server, an HTTP server
+// (made by open_store, cache/open_store.hpp). Its errors are SysErrors whose
+// `path` is the entry's path, or the server's address.
 class EntryStore {
 public:
   virtual ~EntryStore() = default;
-  virtual bool remote() const = 0;
+  // Its name in --list --json ("file", "redis", "http").
+  virtual std::string_view name() const = 0;
+  // The directory or the server (password hidden), for messages.
+  virtual std::string location() const = 0;
+  virtual const StoreMessages& messages() const = 0;
+  // Whether stdout and stderr are stored compressed, `asked` the --compress
+  // option: where bytes cost memory and network, always.
+  virtual bool compresses(bool asked) const { return asked; }
+  // Whether --max-entry's default applies when it is not given (a store
+  // whose memory holds the entries); else the store has a limit only when given.
+  virtual bool limits_entries() const { return false; }
   // Where the entry of `key` at `address` (entry_address: the inputs and
   // the --output list) lives, for messages.
   virtual std::string where(std::string_view key, const Inputs& address) const = 0;
@@ -154,12 +187,16 @@ public:
                                                                           const Inputs& inputs,
                                                                           std::int64_t created_ns,
                                                                           const BuildContents& what) const = 0;
+  // --gc: removes what `policy` says, and what is no entry (corrupt
+  // entries, leftovers of builds that ended); -v says what went. The error
+  // of a store that could not be listed.
+  virtual std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
 
   // --sign-key: entries are signed when written, and served only when their
   // tag checks (else a miss, "corrupt"). Null: neither.
-  void sign_with(const EntrySigner* signer) { signer_ = signer; }
+  virtual void sign_with(const EntrySigner* signer) { signer_ = signer; }
   const EntrySigner* signer() const { return signer_; }
 
   // A run warns once that a remote store failed it: a lookup that could
