@@ -1,6 +1,7 @@
 #include "cache/file_store.hpp"
 
 #include "cache/inputs.hpp"
+#include "cache/streamed_build.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
 #include "util/io.hpp"
@@ -293,241 +294,109 @@ std::vector<ListedEntry> CacheStore::list() const {
   return out;
 }
 
+namespace {
+
+// The file store's build: its parts written to a temporary file of the
+// cache directory behind the header's place (the header is the same size
+// once complete), then the header, the trailer, and a rename(2) into
+// place: readers see the old entry or the whole new one.
+class FileBuild final : public StreamedBuild {
+public:
+  FileBuild(const CacheStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+            const BuildContents& what)
+      : StreamedBuild(store, key, inputs, created_ns, what, entry_small_read), dir_(store.dir()),
+        final_path_(store.entry_path(key, entry_address(inputs, what.outputs))) {}
+  ~FileBuild() override {
+    if (fd_ && !published()) ::unlink(temp_path_.c_str());
+  }
+
+  // Creates the temporary file, locked: the lock marks the build as running
+  // for --gc (released when the descriptor closes).
+  std::optional<SysError> open() {
+    if (auto e = create_locked_temp(dir_, md5_hex(header().key), fd_, temp_path_)) return e;
+    if (auto e = start()) {
+      drop_temp();
+      return e;
+    }
+    if (!write_all(fd_.get(), encode_header(header()))) return failed(errno);
+    return std::nullopt;
+  }
+
+  std::optional<CachedEntry> entry() override { return CachedEntry{std::move(fd_), header(), {}}; }
+
+private:
+  bool send_part(std::string& part) override {
+    if (write_all(fd_.get(), part.data(), part.size())) return true;
+    fail(*failed(errno));
+    return false;
+  }
+
+  std::optional<SysError> finish(std::string& last_part, const std::string& head,
+                                 const std::string& trailer) override {
+    if (!write_all(fd_.get(), last_part.data(), last_part.size()) ||
+        ::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
+        !write_all(fd_.get(), trailer.data(), trailer.size()))
+      return failed(errno);
+    if (stop_signal() != 0) return failed(EINTR); // abandoned before it is visible: the caller exits 128+N
+    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+      const int err = errno;
+      drop_temp();
+      return SysError{final_path_, errno_text(err)};
+    }
+    return std::nullopt;
+  }
+
+  // Past --max-entry the temporary file goes at once: a large output must
+  // not fill the disk only to be thrown away.
+  void abandon() override { drop_temp(); }
+
+  // stderr waits in an unnamed file of the cache directory (so on the same disk).
+  UniqueFd hold_file(std::string& name) override {
+    name = dir_;
+    return UniqueFd(::open(dir_.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
+  }
+
+  void drop_temp() {
+    ::unlink(temp_path_.c_str());
+    fd_.reset();
+  }
+  // The temporary file's error `err`, the file gone.
+  std::optional<SysError> failed(int err) {
+    drop_temp();
+    return SysError{temp_path_, errno_text(err)};
+  }
+
+  std::string dir_;
+  std::string final_path_;
+  std::string temp_path_;
+  UniqueFd fd_;
+};
+
+std::variant<std::unique_ptr<FileBuild>, SysError> open_build(const CacheStore& store, std::string_view key,
+                                                              const Inputs& inputs, std::int64_t created_ns,
+                                                              const BuildContents& what) {
+  auto b = std::make_unique<FileBuild>(store, key, inputs, created_ns, what);
+  if (auto e = b->open()) return *e;
+  return b;
+}
+
+} // namespace
+
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
                                                         std::int64_t created_ns, const Inputs& inputs,
                                                         const BuildContents& what) {
-  const KeepStderr keep_stderr = what.keep_stderr;
-  EntryWriter w;
-  const std::string digest = md5_hex(key);
-  w.final_path_ = store.entry_path(key, entry_address(inputs, what.outputs));
-  // The lock marks the build as running for --gc (released when the descriptor closes).
-  if (auto e = create_locked_temp(store.dir(), digest, w.fd_, w.temp_path_)) return *e;
-  w.header_.created_ns = created_ns;
-  w.header_.key = std::string(key);
-  w.header_.inputs = inputs;
-  w.header_.outputs = what.outputs;
-  w.max_entry_ = what.max_entry;
-  w.keep_stderr_ = keep_stderr == KeepStderr::yes;
-  w.header_.version = entry_version_for(inputs, keep_stderr == KeepStderr::yes, !what.outputs.empty(),
-                                       store.signer() != nullptr || what.compress);
-  if (const EntrySigner* signer = store.signer()) {
-    w.header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
-    w.mac_ = signer->begin();
-  }
-  if (what.compress) {
-    w.header_.version = entry_format_version_3;
-    w.header_.compression = true; // its flags and lengths are set by publish()
-  }
-  if (keep_stderr == KeepStderr::yes) {
-    // stderr comes interleaved with stdout but is stored after it: it waits
-    // in an anonymous file of the same directory (so on the same disk).
-    w.stderr_fd_.reset(::open(store.dir().c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
-    if (!w.stderr_fd_) {
-      const int err = errno;
-      ::unlink(w.temp_path_.c_str());
-      return SysError{store.dir(), errno_text(err)};
-    }
-  }
-  const std::string head = encode_header(w.header_);
-  if (!write_all(w.fd_.get(), head.data(), head.size())) {
-    const int err = errno;
-    ::unlink(w.temp_path_.c_str());
-    return SysError{w.temp_path_, errno_text(err)};
-  }
-  return w;
+  auto b = open_build(store, key, inputs, created_ns, what);
+  if (auto* e = std::get_if<SysError>(&b)) return *e;
+  return EntryWriter(std::move(std::get<std::unique_ptr<FileBuild>>(b)));
 }
-
-EntryWriter::~EntryWriter() {
-  if (fd_ && !published_) ::unlink(temp_path_.c_str());
-}
-
-void EntryWriter::fail(int err) {
-  error_ = SysError{temp_path_, errno_text(err)};
-  ::unlink(temp_path_.c_str());
-  fd_.reset();
-  stderr_fd_.reset();
-}
-
-bool EntryWriter::append(const char* data, std::size_t len) {
-  if (error_) return false;
-  if (header_.compression) return compressors().first->write(data, len);
-  return store_stdout(data, len);
-}
-
-bool EntryWriter::store_stdout(const char* data, std::size_t len) {
-  if (error_) return false;
-  if (!count(len)) return true; // only counted
-  if (!write_body(data, len)) return false;
-  header_.payload_len += len;
-  return true;
-}
-
-bool EntryWriter::write_body(const char* data, std::size_t len) {
-  if (!write_all(fd_.get(), data, len)) {
-    fail(errno);
-    return false;
-  }
-  payload_hash_.update(data, len);
-  if (mac_) mac_->update(data, len);
-  return true;
-}
-
-bool EntryWriter::append_stderr(const char* data, std::size_t len) {
-  if (error_) return false;
-  if (!keep_stderr_) return true;
-  if (header_.compression) return compressors().second->write(data, len);
-  return store_stderr(data, len);
-}
-
-bool EntryWriter::store_stderr(const char* data, std::size_t len) {
-  if (error_) return false;
-  if (!count(len)) return true;
-  if (!write_all(stderr_fd_.get(), data, len)) {
-    fail(errno);
-    return false;
-  }
-  header_.stderr_len += len;
-  return true;
-}
-
-std::pair<BlockCompressor*, BlockCompressor*> EntryWriter::compressors() {
-  // Made at first use, when the writer has reached its place: they call it back.
-  if (!stdout_z_) {
-    stdout_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stdout(d, n); });
-    if (keep_stderr_)
-      stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
-  }
-  return {stdout_z_.get(), stderr_z_.get()};
-}
-
-bool EntryWriter::finish_compression() {
-  if (!header_.compression) return true;
-  compressors();
-  if (!stdout_z_->finish() || (stderr_z_ && !stderr_z_->finish())) return false;
-  header_.compressed = (stdout_z_->framed() ? entry_compressed_stdout : 0) |
-                       (stderr_z_ && stderr_z_->framed() ? entry_compressed_stderr : 0);
-  header_.raw_stdout_len = stdout_z_->raw_len();
-  header_.raw_stderr_len = stderr_z_ ? stderr_z_->raw_len() : 0;
-  stdout_z_.reset();
-  stderr_z_.reset();
-  return true;
-}
-
-bool EntryWriter::end_streams() {
-  if (error_) return false;
-  if (streams_ended_) return true;
-  streams_ended_ = true;
-  if (!finish_compression()) return false;
-  if (!too_large_ && stderr_fd_ && !copy_behind(stderr_fd_.get(), header_.stderr_len)) {
-    fail(errno);
-    return false;
-  }
-  stderr_fd_.reset();
-  return true;
-}
-
-bool EntryWriter::append_outputs(const char* data, std::size_t len) {
-  if (!end_streams()) return false;
-  if (!count(len)) return true; // only counted
-  if (!write_body(data, len)) return false;
-  header_.outputs_len += len;
-  return true;
-}
-
-// Past --max-entry the temporary file goes at once (a large output must
-// not fill the disk only to be thrown away), and the bytes are only counted
-// on, so that the warning can name the stored size.
-bool EntryWriter::count(std::uint64_t len) {
-  stored_ += len;
-  if (too_large_) return false;
-  if (!max_entry_ || stored_ <= *max_entry_) return true;
-  too_large_ = true;
-  ::unlink(temp_path_.c_str());
-  fd_.reset();
-  stderr_fd_.reset();
-  return false;
-}
-
-// Appends `len` bytes of `src` (the held stderr) to the entry, hashing them
-// on the way.
-bool EntryWriter::copy_behind(int src, std::uint64_t len) {
-  std::vector<char> buf(std::min<std::uint64_t>(len, entry_small_read));
-  for (std::uint64_t at = 0; at < len;) {
-    const std::size_t take = std::min<std::uint64_t>(len - at, buf.size());
-    if (stop_signal() != 0) {
-      errno = EINTR; // abandoned: the caller exits 128+N
-      return false;
-    }
-    if (!pread_all(src, buf.data(), take, static_cast<off_t>(at)) || !write_all(fd_.get(), buf.data(), take))
-      return false;
-    payload_hash_.update(buf.data(), take);
-    if (mac_) mac_->update(buf.data(), take);
-    at += take;
-  }
-  return true;
-}
-
-std::optional<SysError> EntryWriter::publish() {
-  if (!end_streams()) return error_;
-  if (too_large_) return std::nullopt;
-  if (mac_) EntrySigner::seal(*mac_, header_);
-  const std::string head = encode_header(header_);
-  const std::string trailer = encode_trailer(payload_hash_.digest(), checksum(head));
-  if (::pwrite(fd_.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
-      !write_all(fd_.get(), trailer.data(), trailer.size())) {
-    fail(errno);
-    return error_;
-  }
-  if (stop_signal() != 0) {
-    fail(EINTR); // abandoned before it is visible: the caller exits 128+N
-    return error_;
-  }
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    const int err = errno;
-    error_ = SysError{final_path_, errno_text(err)};
-    ::unlink(temp_path_.c_str());
-    fd_.reset();
-    return error_;
-  }
-  published_ = true;
-  return std::nullopt;
-}
-
-CachedEntry EntryWriter::entry() { return CachedEntry{std::move(fd_), header_, {}}; }
-
-} // namespace bufferlock
-
-namespace bufferlock {
-
-namespace {
-
-// The file store's build: an EntryWriter behind the EntryBuild interface.
-class FileBuild final : public EntryBuild {
-public:
-  explicit FileBuild(EntryWriter w) : w_(std::move(w)) {}
-  bool append(const char* data, std::size_t len) override { return w_.append(data, len); }
-  bool append_stderr(const char* data, std::size_t len) override { return w_.append_stderr(data, len); }
-  bool append_outputs(const char* data, std::size_t len) override { return w_.append_outputs(data, len); }
-  std::optional<SysError> publish() override { return w_.publish(); }
-  const std::optional<SysError>& error() const override { return w_.error(); }
-  std::optional<CachedEntry> entry() override { return w_.entry(); }
-  bool too_large() const override { return w_.too_large(); }
-  std::uint64_t stored_size() const override { return w_.stored_size(); }
-  const EntryHeader& header() const override { return w_.header(); }
-
-private:
-  EntryWriter w_;
-};
-
-} // namespace
 
 std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
                                                                             const Inputs& inputs,
                                                                             std::int64_t created_ns,
                                                                             const BuildContents& what) const {
-  auto created = EntryWriter::create(*this, key, created_ns, inputs, what);
-  if (auto* e = std::get_if<SysError>(&created)) return *e;
-  return std::make_unique<FileBuild>(std::move(std::get<EntryWriter>(created)));
+  auto b = open_build(*this, key, inputs, created_ns, what);
+  if (auto* e = std::get_if<SysError>(&b)) return *e;
+  return std::unique_ptr<EntryBuild>(std::move(std::get<std::unique_ptr<FileBuild>>(b)));
 }
 
 } // namespace bufferlock

@@ -3,9 +3,7 @@
 // dropped, listed and garbage-collected.
 #pragma once
 
-#include "cache/compress.hpp"
 #include "cache/store.hpp"
-#include "util/checksum.hpp"
 
 #include <memory>
 
@@ -67,8 +65,8 @@ private:
   std::string dir_;
 };
 
-// Builds an entry in a temporary file of the cache directory, then publishes
-// it by rename(2): readers see the old entry or the whole new one.
+// The file store's build held by value, for callers that know the store
+// (tests, tools): begin_build's, with entry() at hand.
 class EntryWriter {
 public:
   // `inputs`: the digest of the dependencies as they are now (before the
@@ -78,69 +76,21 @@ public:
                                                     std::int64_t created_ns,
                                                     const Inputs& inputs = std::nullopt,
                                                     const BuildContents& what = {});
-  EntryWriter(EntryWriter&&) noexcept = default;
-  EntryWriter& operator=(EntryWriter&&) noexcept = default;
-  ~EntryWriter();
 
-  // Appends payload bytes. After the first failure (disk full, file size
-  // limit, ...) it stops writing, removes the temporary file and returns
-  // false; error() says why.
-  bool append(const char* data, std::size_t len);
-  // Appends stderr bytes (held apart until publish(); ignored without
-  // KeepStderr::yes). Fails like append().
-  bool append_stderr(const char* data, std::size_t len);
-  // Appends bytes of the outputs archive, behind stderr (the first call
-  // completes stdout and stderr). Fails like append().
-  bool append_outputs(const char* data, std::size_t len);
-
-  // Completes the file and renames it into place. Afterwards entry() serves
-  // it. Past --max-entry it publishes nothing (and is no error).
-  std::optional<SysError> publish();
-
-  const std::optional<SysError>& error() const { return error_; }
-  // The output outgrew --max-entry: the temporary file is gone.
-  bool too_large() const { return too_large_; }
-  // The stored bytes so far, counted past --max-entry too.
-  std::uint64_t stored_size() const { return stored_; }
-  // The entry's header, complete once published.
-  const EntryHeader& header() const { return header_; }
-  // The published entry, readable through the writer's descriptor.
-  CachedEntry entry();
+  bool append(const char* data, std::size_t len) { return b_->append(data, len); }
+  bool append_stderr(const char* data, std::size_t len) { return b_->append_stderr(data, len); }
+  bool append_outputs(const char* data, std::size_t len) { return b_->append_outputs(data, len); }
+  std::optional<SysError> publish() { return b_->publish(); }
+  const std::optional<SysError>& error() const { return b_->error(); }
+  bool too_large() const { return b_->too_large(); }
+  std::uint64_t stored_size() const { return b_->stored_size(); }
+  const EntryHeader& header() const { return b_->header(); }
+  // The published entry, readable through the build's descriptor.
+  CachedEntry entry() { return std::move(*b_->entry()); }
 
 private:
-  EntryWriter() = default;
-  void fail(int err);
-  // Counts stored bytes; false once past --max-entry (then only counting).
-  bool count(std::uint64_t len);
-  bool copy_behind(int src, std::uint64_t len);
-  // Completes stdout (compression) and puts the held stderr behind it; once.
-  bool end_streams();
-  // Writes body bytes, hashing them; false (with fail()) when it could not.
-  bool write_body(const char* data, std::size_t len);
-  // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
-  bool store_stdout(const char* data, std::size_t len);
-  bool store_stderr(const char* data, std::size_t len);
-  // The stdout and stderr compressors (--compress); the second is null
-  // without KeepStderr::yes. A writer is not moved once it took data.
-  std::pair<BlockCompressor*, BlockCompressor*> compressors();
-  // Completes the compressed streams, noting what they became in the header.
-  bool finish_compression();
-
-  std::string temp_path_;
-  std::string final_path_;
-  EntryHeader header_;
-  UniqueFd fd_;
-  UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
-  Checksum payload_hash_;
-  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
-  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
-  std::optional<SysError> error_;
-  bool streams_ended_ = false;
-  std::optional<std::uint64_t> max_entry_;
-  bool keep_stderr_ = false;
-  std::uint64_t stored_ = 0;
-  bool too_large_ = false;
-  bool published_ = false;
+  explicit EntryWriter(std::unique_ptr<EntryBuild> b) : b_(std::move(b)) {}
+  std::unique_ptr<EntryBuild> b_;
 };
 
 } // namespace bufferlock

@@ -33,9 +33,14 @@ std::optional<SysError> StreamedBuild::start() {
       stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
   }
   if (!keep_stderr_) return std::nullopt;
-  stderr_fd_ = anonymous_file(part_size_ + 1);
-  if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
+  stderr_fd_ = hold_file(stderr_name_);
+  if (!stderr_fd_) return SysError{stderr_name_, errno_text(errno)};
   return std::nullopt;
+}
+
+UniqueFd StreamedBuild::hold_file(std::string& name) {
+  name = "a temporary file";
+  return anonymous_file(part_size_ + 1);
 }
 
 // Past --max-entry, append() and the rest go on taking bytes, to count them.
@@ -75,7 +80,7 @@ bool StreamedBuild::store_stderr(const char* data, std::size_t len) {
   if (error_) return false;
   if (!count(len)) return true;
   if (!write_all(stderr_fd_.get(), data, len)) {
-    error_ = SysError{"a temporary file", errno_text(errno)};
+    error_ = SysError{stderr_name_, errno_text(errno)};
     return false;
   }
   header_.stderr_len += len;
@@ -135,7 +140,7 @@ bool StreamedBuild::send_behind(int src, std::uint64_t len) {
     const std::size_t old = pending_.size();
     pending_.resize(old + take);
     if (!pread_all(src, pending_.data() + old, take, static_cast<off_t>(at))) {
-      error_ = SysError{"a temporary file", errno_text(errno)};
+      error_ = SysError{stderr_name_, errno_text(errno)};
       return false;
     }
     hash_.update(pending_.data() + old, take);

@@ -1,8 +1,9 @@
-// A build on its way into a remote store (Redis, HTTP): the entry's bytes
-// (cache/entry.hpp) made as the output comes, in parts of a bounded size
-// that a sink sends on, then a header and a trailer once everything is
-// known. What the remote stores share: compression, the signature, the
-// stderr held until stdout is complete, the outputs archive, --max-entry.
+// A build on its way into a store: the entry's bytes (cache/entry.hpp) made
+// as the output comes, in parts of a bounded size that a sink sends on (to
+// a temporary file, a Redis key, an upload), then a header and a trailer
+// once everything is known. The one encoder of entries: compression, the
+// signature, the stderr held until stdout is complete, the outputs
+// archive, --max-entry.
 #pragma once
 
 #include "cache/compress.hpp"
@@ -45,6 +46,9 @@ protected:
                                          const std::string& trailer) = 0;
   // The output outgrew --max-entry: removes whatever was sent.
   virtual void abandon() = 0;
+  // The unnamed file that holds stderr until stdout is complete, and the
+  // name its errors are said with.
+  virtual UniqueFd hold_file(std::string& name);
 
   void fail(SysError e) { error_ = std::move(e); }
   bool published() const { return published_; }
@@ -77,6 +81,7 @@ private:
   std::uint64_t body_ = 0;                               // stored bytes so far, counted past --max-entry too
   bool keep_stderr_ = false;
   UniqueFd stderr_fd_;  // --keep-stderr: held until stdout is complete
+  std::string stderr_name_; // its name in errors
   std::optional<SysError> error_;
   bool too_large_ = false;
   bool streams_ended_ = false;
