@@ -94,6 +94,13 @@ std::optional<SysError> create_locked_temp(const std::string& dir, const std::st
 
 } // namespace
 
+// It is never unreadable, nor fails to list.
+constexpr StoreMessages file_messages{Msg::cache_entry_corrupt, Msg::cache_redis_read_failed,
+                                      Msg::cache_store_failed,  Msg::cache_redis_list_failed,
+                                      Msg::cache_drop_failed,   Msg::cache_http_cannot_list};
+
+CacheStore::CacheStore(std::string dir) : EntryStore(file_messages), dir_(std::move(dir)) {}
+
 std::optional<SysError> CacheStore::prepare() const {
   if (::mkdir(dir_.c_str(), 0700) == 0) return std::nullopt;
   if (errno == ENOENT) {
@@ -275,13 +282,6 @@ std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
   return c;
 }
 
-const StoreMessages& CacheStore::messages() const {
-  // It is never unreadable, nor fails to list.
-  static const StoreMessages m{Msg::cache_entry_corrupt,     Msg::cache_redis_read_failed,
-                               Msg::cache_store_failed,      Msg::cache_redis_list_failed,
-                               Msg::cache_drop_failed,       Msg::cache_http_cannot_list};
-  return m;
-}
 
 std::vector<ListedEntry> CacheStore::list() const {
   std::vector<ListedEntry> out;
@@ -312,9 +312,9 @@ public:
 
   // Creates the temporary file, locked: the lock marks the build as running
   // for --gc (released when the descriptor closes).
-  std::optional<SysError> open() {
+  std::optional<SysError> start() override {
     if (auto e = create_locked_temp(dir_, md5_hex(header().key), fd_, temp_path_)) return e;
-    if (auto e = start()) {
+    if (auto e = StreamedBuild::start()) {
       drop_temp();
       return e;
     }
@@ -372,31 +372,19 @@ private:
   UniqueFd fd_;
 };
 
-std::variant<std::unique_ptr<FileBuild>, SysError> open_build(const CacheStore& store, std::string_view key,
-                                                              const Inputs& inputs, std::int64_t created_ns,
-                                                              const BuildContents& what) {
-  auto b = std::make_unique<FileBuild>(store, key, inputs, created_ns, what);
-  if (auto e = b->open()) return *e;
-  return b;
-}
-
 } // namespace
 
 std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store, std::string_view key,
                                                         std::int64_t created_ns, const Inputs& inputs,
                                                         const BuildContents& what) {
-  auto b = open_build(store, key, inputs, created_ns, what);
+  auto b = store.begin_build(key, inputs, created_ns, what);
   if (auto* e = std::get_if<SysError>(&b)) return *e;
-  return EntryWriter(std::move(std::get<std::unique_ptr<FileBuild>>(b)));
+  return EntryWriter(std::move(std::get<std::unique_ptr<EntryBuild>>(b)));
 }
 
-std::variant<std::unique_ptr<EntryBuild>, SysError> CacheStore::begin_build(std::string_view key,
-                                                                            const Inputs& inputs,
-                                                                            std::int64_t created_ns,
-                                                                            const BuildContents& what) const {
-  auto b = open_build(*this, key, inputs, created_ns, what);
-  if (auto* e = std::get_if<SysError>(&b)) return *e;
-  return std::unique_ptr<EntryBuild>(std::move(std::get<std::unique_ptr<FileBuild>>(b)));
+BuildOrError CacheStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const {
+  return start_build<FileBuild>(*this, key, inputs, created_ns, what);
 }
 
 } // namespace bufferlock

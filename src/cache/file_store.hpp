@@ -11,13 +11,12 @@ namespace bufferlock {
 
 class CacheStore final : public EntryStore {
 public:
-  explicit CacheStore(std::string dir) : dir_(std::move(dir)) {}
+  explicit CacheStore(std::string dir);
 
   const std::string& dir() const { return dir_; }
 
   std::string_view name() const override { return "file"; }
   std::string location() const override { return dir_; }
-  const StoreMessages& messages() const override;
   std::string where(std::string_view key, const Inputs& inputs) const override {
     return entry_path(key, inputs);
   }
@@ -42,10 +41,8 @@ public:
   std::vector<ListedEntry> list() const;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override { return list(); }
 
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override;
 
   // --gc --max-size: removes the oldest entries until the entry files add
   // up to at most `max_size` bytes; how many it removed.

@@ -45,12 +45,6 @@ public:
       : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
         name_(store.object_name(key, entry_address(inputs, what.outputs))) {}
 
-  std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().address());
-    if (l.state == LookupState::found) return std::move(l.entry);
-    fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
-    return std::nullopt;
-  }
 
 private:
   // The first full part starts the upload; each part is on its way to the
@@ -188,8 +182,12 @@ std::vector<std::string> propfind_names(std::string_view xml) {
   return out;
 }
 
+constexpr StoreMessages http_messages{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                                      Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
+                                      Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
+
 HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
-    : url_(std::move(url)), settings_(std::move(settings)) {
+    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -201,13 +199,6 @@ HttpClient& HttpStore::client() const {
 
 std::string HttpStore::object_name(std::string_view key, const Inputs& inputs) const {
   return entry_file_name(key, inputs);
-}
-
-const StoreMessages& HttpStore::messages() const {
-  static const StoreMessages m{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
-                               Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
-                               Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
-  return m;
 }
 
 std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
@@ -434,13 +425,9 @@ std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
   return counts;
 }
 
-std::variant<std::unique_ptr<EntryBuild>, SysError> HttpStore::begin_build(std::string_view key,
-                                                                           const Inputs& inputs,
-                                                                           std::int64_t created_ns,
-                                                                           const BuildContents& what) const {
-  auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what);
-  if (auto e = b->start()) return *e;
-  return std::unique_ptr<EntryBuild>(std::move(b));
+BuildOrError HttpStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const {
+  return start_build<HttpBuild>(*this, key, inputs, created_ns, what);
 }
 
 } // namespace bufferlock

@@ -44,7 +44,6 @@ public:
 
   std::string_view name() const override { return "http"; }
   std::string location() const override { return server(); }
-  const StoreMessages& messages() const override;
   // Bytes cost the network: always compressed.
   bool compresses(bool) const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
@@ -57,10 +56,8 @@ public:
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override;
   void after_fork() const override { client_.reset(); }
 
   // --gc: removes entries older than max_age (when given) and objects that

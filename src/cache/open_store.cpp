@@ -74,11 +74,11 @@ std::string_view scheme_of(const CacheSettings& c) {
 // are misses and its builds store nothing, all for the first reason.
 class DownForRun final : public EntryStore {
 public:
-  explicit DownForRun(std::unique_ptr<EntryStore> store) : store_(std::move(store)) {}
+  explicit DownForRun(std::unique_ptr<EntryStore> store)
+      : EntryStore(store->messages()), store_(std::move(store)) {}
 
   std::string_view name() const override { return store_->name(); }
   std::string location() const override { return store_->location(); }
-  const StoreMessages& messages() const override { return store_->messages(); }
   bool compresses(bool asked) const override { return store_->compresses(asked); }
   bool limits_entries() const override { return store_->limits_entries(); }
   std::string where(std::string_view key, const Inputs& address) const override {
@@ -103,9 +103,8 @@ public:
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override {
     return store_->list_entries();
   }
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key, const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override {
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override {
     if (down_) return SysError{store_->location(), *down_};
     return store_->begin_build(key, inputs, created_ns, what);
   }

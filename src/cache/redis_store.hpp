@@ -33,7 +33,6 @@ public:
 
   std::string_view name() const override { return "redis"; }
   std::string location() const override { return server(); }
-  const StoreMessages& messages() const override;
   // Bytes cost the server's memory and the network: always compressed, and
   // --max-entry's default applies.
   bool compresses(bool) const override { return true; }
@@ -47,10 +46,8 @@ public:
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override;
   void after_fork() const override;
 
   // The server's address, password redacted.

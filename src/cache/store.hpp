@@ -142,17 +142,21 @@ public:
   virtual const EntryHeader& header() const = 0;
 };
 
+// A build begun, or why it could not begin.
+using BuildOrError = std::variant<std::unique_ptr<EntryBuild>, SysError>;
+
 // A store of entries: the cache directory, a Redis server, an HTTP server
 // (made by open_store, cache/open_store.hpp). Its errors are SysErrors whose
 // `path` is the entry's path, or the server's address.
 class EntryStore {
 public:
+  explicit EntryStore(const StoreMessages& messages) : messages_(messages) {}
   virtual ~EntryStore() = default;
   // Its name in --list --json ("file", "redis", "http").
   virtual std::string_view name() const = 0;
   // The directory or the server (password hidden), for messages.
   virtual std::string location() const = 0;
-  virtual const StoreMessages& messages() const = 0;
+  const StoreMessages& messages() const { return messages_; }
   // Whether stdout and stderr are stored compressed, `asked` the --compress
   // option: where bytes cost memory and network, always.
   virtual bool compresses(bool asked) const { return asked; }
@@ -183,10 +187,8 @@ public:
   virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
   // `inputs`: the digest of the dependencies as they are now (before the
   // build); the entry is filed at entry_address(inputs, what.outputs).
-  virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                          const Inputs& inputs,
-                                                                          std::int64_t created_ns,
-                                                                          const BuildContents& what) const = 0;
+  virtual BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const = 0;
   // --gc: removes what `policy` says, and what is no entry (corrupt
   // entries, leftovers of builds that ended); -v says what went. The error
   // of a store that could not be listed.
@@ -205,6 +207,7 @@ public:
   bool noted_unreadable() const { return unreadable_; }
 
 protected:
+  StoreMessages messages_;
   const EntrySigner* signer_ = nullptr;
   mutable bool unreadable_ = false;
 };

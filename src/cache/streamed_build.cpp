@@ -11,7 +11,7 @@ namespace bufferlock {
 
 StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
                              std::int64_t created_ns, const BuildContents& what, std::size_t part_size)
-    : part_size_(part_size), max_entry_(what.max_entry) {
+    : store_(store), part_size_(part_size), max_entry_(what.max_entry) {
   header_.created_ns = created_ns;
   header_.key = std::string(key);
   header_.inputs = inputs;
@@ -35,6 +35,13 @@ std::optional<SysError> StreamedBuild::start() {
   if (!keep_stderr_) return std::nullopt;
   stderr_fd_ = hold_file(stderr_name_);
   if (!stderr_fd_) return SysError{stderr_name_, errno_text(errno)};
+  return std::nullopt;
+}
+
+std::optional<CachedEntry> StreamedBuild::entry() {
+  Lookup l = store_.lookup(header_.key, header_.address());
+  if (l.state == LookupState::found) return std::move(l.entry);
+  fail(SysError{store_.location(), l.why.empty() ? "the new entry is gone" : l.why});
   return std::nullopt;
 }
 

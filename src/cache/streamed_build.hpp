@@ -11,6 +11,8 @@
 #include "util/checksum.hpp"
 
 #include <memory>
+#include <utility>
+#include <variant>
 #include <optional>
 #include <string>
 
@@ -24,8 +26,13 @@ public:
   StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                 const BuildContents& what, std::size_t part_size);
 
-  // Prepares the stderr file; an error when it cannot be made.
-  std::optional<SysError> start();
+  // Prepares the stderr file (and whatever the sink needs first); an error
+  // when it cannot be made.
+  virtual std::optional<SysError> start();
+
+  // The published entry, read back from its store (a remote store's: the
+  // build kept no copy); nullopt, with error(), when it cannot be.
+  std::optional<CachedEntry> entry() override;
 
   bool append(const char* data, std::size_t len) final;
   bool append_stderr(const char* data, std::size_t len) final;
@@ -70,6 +77,7 @@ private:
   // Hands the sink a full part.
   bool flush();
 
+  const EntryStore& store_;
   std::size_t part_size_;
   std::optional<std::uint64_t> max_entry_;
   EntryHeader header_;
@@ -87,5 +95,13 @@ private:
   bool streams_ended_ = false;
   bool published_ = false;
 };
+
+// A build of type Build made with `args` and started: begin_build's answer.
+template <class Build, class... Args>
+BuildOrError start_build(Args&&... args) {
+  auto b = std::make_unique<Build>(std::forward<Args>(args)...);
+  if (auto e = b->start()) return *e;
+  return std::unique_ptr<EntryBuild>(std::move(b));
+}
 
 } // namespace bufferlock
