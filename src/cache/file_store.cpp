@@ -49,17 +49,28 @@ std::optional<HeadOnly> read_header_of(const std::string& path) {
   return h;
 }
 
-// The names of the entry files in `dir` (*.entry).
-std::vector<std::string> entry_file_names(const std::string& dir) {
+// The names in `dir` that `keep` keeps.
+std::vector<std::string> names_in(const std::string& dir, bool (*keep)(std::string_view name, std::string_view stem),
+                                  std::string_view stem = {}) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return names;
   while (const dirent* ent = ::readdir(d))
-    if (std::string_view name = ent->d_name; name.size() > 6 && name.ends_with(".entry"))
-      names.emplace_back(name);
+    if (std::string_view name = ent->d_name; keep(name, stem)) names.emplace_back(name);
   ::closedir(d);
   return names;
 }
+
+// What --list, --gc and its --max-size take for entry files: any *.entry
+// (one that is no entry is corrupt).
+bool entry_file(std::string_view name, std::string_view) { return name.size() > 6 && name.ends_with(".entry"); }
+bool temp_file(std::string_view name, std::string_view) { return name.starts_with(".tmp-"); }
+bool entry_or_temp_file(std::string_view name, std::string_view) {
+  return entry_file(name, {}) || temp_file(name, {});
+}
+
+// The names of the entry files in `dir` (*.entry).
+std::vector<std::string> entry_file_names(const std::string& dir) { return names_in(dir, entry_file); }
 
 // Unlinks `path` only if it is still the file open as `fd` (it may have been
 // replaced by a newer entry since we looked).
@@ -151,19 +162,7 @@ Lookup CacheStore::peek(std::string_view key, const Inputs& address) const {
 }
 
 std::vector<std::string> CacheStore::names_of(std::string_view key) const {
-  std::vector<std::string> out;
-  const std::string stem = md5_hex(key);
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) return out;
-  while (const dirent* ent = ::readdir(d)) {
-    const std::string_view name = ent->d_name;
-    if (!name.starts_with(stem) || !name.ends_with(".entry")) continue;
-    // <md5>.entry or <md5>.<32 hex>.entry
-    const std::size_t middle = name.size() - stem.size() - 6;
-    if (middle == 0 || (middle == 33 && name[stem.size()] == '.')) out.emplace_back(name);
-  }
-  ::closedir(d);
-  return out;
+  return names_in(dir_, is_entry_file_name, md5_hex(key));
 }
 
 Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
@@ -225,17 +224,9 @@ int CacheStore::trim(std::uint64_t max_size) const {
 
 GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const {
   GcCounts counts;
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) return counts;
-  std::vector<std::string> names;
-  while (const dirent* ent = ::readdir(d))
-    names.emplace_back(ent->d_name);
-  ::closedir(d);
-  for (const auto& name : names) {
+  for (const auto& name : names_in(dir_, entry_or_temp_file)) {
     const std::string path = dir_ + "/" + name;
-    const bool is_entry = name.size() > 6 && name.ends_with(".entry");
-    const bool is_temp = name.starts_with(".tmp-");
-    if (!is_entry && !is_temp) continue;
+    const bool is_temp = temp_file(name, {});
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd) continue;
     if (is_temp) {

@@ -24,17 +24,6 @@ constexpr std::size_t tail_probe = 64 * 1024;         // the last bytes read for
 constexpr std::size_t most_header = 16 * 1024 * 1024; // a larger one is no entry of ours
 constexpr std::size_t most_listing = 64 * 1024 * 1024;
 
-bool is_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// <32 hex>.entry or <32 hex>.<32 hex>.entry: an entry's object.
-bool entry_name(std::string_view n) {
-  if (!n.ends_with(".entry")) return false;
-  n.remove_suffix(6);
-  return (n.size() == 32 && is_hex(n)) || (n.size() == 65 && n[32] == '.' && is_hex(n.substr(0, 32)) && is_hex(n.substr(33)));
-}
-
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
 
 // A build sent as it is made (http_store.hpp).
@@ -312,7 +301,7 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   // Answered, but not with a listing: a server that cannot list.
   if (r.status != 207) return SysError{server(), r.text(), true};
   std::vector<std::string> names = propfind_names(body);
-  std::erase_if(names, [](const std::string& n) { return !entry_name(n); });
+  std::erase_if(names, [](const std::string& n) { return !is_entry_file_name(n); });
   return names;
 }
 

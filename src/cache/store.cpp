@@ -15,6 +15,21 @@ std::string entry_file_name(std::string_view key, const Inputs& address) {
   return n + ".entry";
 }
 
+namespace {
+
+bool is_hex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+} // namespace
+
+bool is_entry_file_name(std::string_view n, std::string_view stem) {
+  if (!n.starts_with(stem) || !n.ends_with(".entry")) return false;
+  n.remove_suffix(6);
+  const std::string_view key_md5 = n.substr(0, 32);
+  return (n.size() == 32 || (n.size() == 65 && n[32] == '.' && is_hex(n.substr(33)))) && is_hex(key_md5);
+}
+
 Lookup newest_readable(std::string_view key, const std::vector<std::string>& outputs,
                        std::vector<StaleCandidate> candidates,
                        const std::function<Lookup(const StaleCandidate&)>& read) {

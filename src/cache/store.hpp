@@ -43,6 +43,11 @@ ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored);
 // HTTP server: <md5 of KEY>.entry, or <md5 of KEY>.<address hex>.entry.
 std::string entry_file_name(std::string_view key, const Inputs& address);
 
+// Whether `name` has entry_file_name's form (<32 hex>.entry or
+// <32 hex>.<32 hex>.entry): with `stem` (the md5 of a KEY), one of that
+// KEY's entries at any address.
+bool is_entry_file_name(std::string_view name, std::string_view stem = {});
+
 // An entry that --stale-if-error might serve: its header, and where it lies
 // (a file name, an object name, a Redis key).
 struct StaleCandidate {
