@@ -34,7 +34,6 @@ public:
       : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
         name_(store.object_name(key, entry_address(inputs, what.outputs))) {}
 
-
 private:
   // The first full part starts the upload; each part is on its way to the
   // server before the build goes on. A server that wants a length first

@@ -2,8 +2,7 @@
 
 #include "cache/file_store.hpp"
 #include "cache/http_store.hpp"
-#include "cache/recipe.hpp" // CacheSettings
-#include "cache/redis_store.hpp"
+#include "cache/redis_store.hpp" // RedisSettings, and (today, through it) CacheSettings
 #include "run/command.hpp"
 #include "util/files.hpp"
 
