@@ -35,7 +35,8 @@ bool read_entry_head(int fd, std::uint64_t size, std::string& head);
 // With `whole_file`, a file small enough to be read at once is left there.
 // With `signer`, its tag is checked too, in the same pass over the body.
 std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file = nullptr, const EntrySigner* signer = nullptr);
+                                        std::string* whole_file = nullptr,
+                                        const EntrySigner* signer = nullptr);
 
 // Writes the stored stdout of an entry to `out_fd`, zero-copy (sendfile)
 // where the kernel can, decompressed block by block when it is compressed.

@@ -50,7 +50,8 @@ std::optional<HeadOnly> read_header_of(const std::string& path) {
 }
 
 // The names in `dir` that `keep` keeps.
-std::vector<std::string> names_in(const std::string& dir, bool (*keep)(std::string_view name, std::string_view stem),
+std::vector<std::string> names_in(const std::string& dir,
+                                  bool (*keep)(std::string_view name, std::string_view stem),
                                   std::string_view stem = {}) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
@@ -63,7 +64,9 @@ std::vector<std::string> names_in(const std::string& dir, bool (*keep)(std::stri
 
 // What --list, --gc and its --max-size take for entry files: any *.entry
 // (one that is no entry is corrupt).
-bool entry_file(std::string_view name, std::string_view) { return name.size() > 6 && name.ends_with(".entry"); }
+bool entry_file(std::string_view name, std::string_view) {
+  return name.size() > 6 && name.ends_with(".entry");
+}
 bool temp_file(std::string_view name, std::string_view) { return name.starts_with(".tmp-"); }
 bool entry_or_temp_file(std::string_view name, std::string_view) {
   return entry_file(name, {}) || temp_file(name, {});
@@ -265,14 +268,13 @@ std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
   if (!policy.max_size) return c;
   const int trimmed = trim(*policy.max_size);
   diag::debug_lazy([&] {
-    return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(trimmed)},
-                                           {"path", dir_},
-                                           {"size", std::to_string(*policy.max_size)}});
+    return message(
+        Msg::cache_gc_trimmed,
+        {{"entries", std::to_string(trimmed)}, {"path", dir_}, {"size", std::to_string(*policy.max_size)}});
   });
   c.entries_removed += trimmed;
   return c;
 }
-
 
 std::vector<ListedEntry> CacheStore::list() const {
   std::vector<ListedEntry> out;
@@ -374,7 +376,7 @@ std::variant<EntryWriter, SysError> EntryWriter::create(const CacheStore& store,
 }
 
 BuildOrError CacheStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const {
+                                     const BuildContents& what) const {
   return start_build<FileBuild>(*this, key, inputs, created_ns, what);
 }
 

@@ -42,7 +42,7 @@ public:
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override { return list(); }
 
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const override;
+                           const BuildContents& what) const override;
 
   // --gc --max-size: removes the oldest entries until the entry files add
   // up to at most `max_size` bytes; how many it removed.

@@ -414,7 +414,7 @@ std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
 }
 
 BuildOrError HttpStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const {
+                                    const BuildContents& what) const {
   return start_build<HttpBuild>(*this, key, inputs, created_ns, what);
 }
 

@@ -57,7 +57,7 @@ public:
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const override;
+                           const BuildContents& what) const override;
   void after_fork() const override { client_.reset(); }
 
   // --gc: removes entries older than max_age (when given) and objects that

@@ -38,7 +38,8 @@ Opened open_http(const StoreRequest& r) {
   if (!r.cache.store_token_file.empty()) {
     auto read = read_secret_file(r.cache.store_token_file);
     if (read.index() == 1)
-      return message(Msg::usage_store_token_file, {{"path", r.cache.store_token_file}, {"error", std::get<1>(read)}});
+      return message(Msg::usage_store_token_file,
+                     {{"path", r.cache.store_token_file}, {"error", std::get<1>(read)}});
     s.token = std::get<0>(std::move(read));
     while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
       s.token.pop_back();
@@ -103,7 +104,7 @@ public:
     return store_->list_entries();
   }
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const override {
+                           const BuildContents& what) const override {
     if (down_) return SysError{store_->location(), *down_};
     return store_->begin_build(key, inputs, created_ns, what);
   }
@@ -127,9 +128,8 @@ private:
 
 } // namespace
 
-std::variant<std::unique_ptr<EntryStore>, std::string> open_store(const CacheSettings& cache,
-                                                                   const RedisSettings& redis,
-                                                                   const std::string& cache_dir) {
+std::variant<std::unique_ptr<EntryStore>, std::string>
+open_store(const CacheSettings& cache, const RedisSettings& redis, const std::string& cache_dir) {
   const std::string_view scheme = scheme_of(cache);
   for (const Scheme& s : schemes) {
     if (s.scheme != scheme) continue;

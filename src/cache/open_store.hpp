@@ -18,9 +18,8 @@ struct RedisSettings;
 // The store of `cache`; `cache_dir` is the cache directory (the file
 // store's entries). An error (a usage error's text: a --store-token-file
 // that cannot be read) when it cannot be made.
-std::variant<std::unique_ptr<EntryStore>, std::string> open_store(const CacheSettings& cache,
-                                                                   const RedisSettings& redis,
-                                                                   const std::string& cache_dir);
+std::variant<std::unique_ptr<EntryStore>, std::string>
+open_store(const CacheSettings& cache, const RedisSettings& redis, const std::string& cache_dir);
 
 // Makes the cache directory (its locks, its stat cache, the file store's
 // entries): with its parents, the last component 0700; an error too when it

@@ -137,13 +137,15 @@ std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
 std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
 
 // `walk`: what the walk records or compares besides the digest.
-std::variant<Inputs, SysError> compute_inputs(const Options& o, const std::string& cache_dir, InputsWalk* walk) {
+std::variant<Inputs, SysError> compute_inputs(const Options& o, const std::string& cache_dir,
+                                              InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
   StatCache stats(cache_dir);
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   // Not read-only: what the stat cache says decides which entry is served.
-  if (stats.dirty() && !o.cache.read_only && !prepare_cache_dir(cache_dir)) stats.save(); // failing: a re-read next time
+  if (stats.dirty() && !o.cache.read_only && !prepare_cache_dir(cache_dir))
+    stats.save(); // failing: a re-read next time
   return Inputs(std::get<Digest128>(d));
 }
 
@@ -357,7 +359,8 @@ struct BuildRun {
     const Restored r = fallback ? restore(o, store, *fallback) : Restored{false, 0};
     if (r.stop) return interrupted(r.stop);
     if (!fallback || !r.ok) return std::nullopt;
-    const Msg m = fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
+    const Msg m =
+        fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
     diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
     say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "the rebuild failed: " + why_not}});
     serve(o, *fallback, false);
@@ -369,8 +372,9 @@ struct BuildRun {
   void say_not_stored() const {
     if (writer || why_not.empty()) return;
     diag::debug_lazy([&] {
-      return message(Msg::cache_not_stored,
-                     {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
+      return message(
+          Msg::cache_not_stored,
+          {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
     });
   }
 };
@@ -602,7 +606,8 @@ bool load_signer(const Options& o, std::optional<EntrySigner>& signer) {
 
 // A call past its first lookup: what the steps of a miss share.
 struct Call {
-  Call(const Options& opts, const EntryStore& in, const std::string& dir) : o(opts), store(in), cache_dir(dir) {}
+  Call(const Options& opts, const EntryStore& in, const std::string& dir)
+      : o(opts), store(in), cache_dir(dir) {}
 
   const Options& o;
   const EntryStore& store;
@@ -717,9 +722,11 @@ int miss(Call& c, const CachedEntry* stale) {
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
         rebuild_in_background(o, c.store, c.inputs, c.trail, *lock, unusable);
-        return serve_as(o, c.store, *stale, Msg::cache_served_stale, {{"why", "rebuilding it in the background"}});
+        return serve_as(o, c.store, *stale, Msg::cache_served_stale,
+                        {{"why", "rebuilding it in the background"}});
       }
-      return build(o, c.store, c.inputs, c.trail, lock.get(), unusable, o.cache.stale_if_error ? stale : nullptr);
+      return build(o, c.store, c.inputs, c.trail, lock.get(), unusable,
+                   o.cache.stale_if_error ? stale : nullptr);
     }
   }
   return build_locked(c, locking, *lock, unusable);
@@ -745,7 +752,8 @@ int serve_or_build(const Options& o, EntryStore& store, const std::string& cache
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
   if (have && current(o, c.found.entry.header, o.cache.stale, &age) && !o.cache.force) {
-    if (const auto status = restore_and_serve(o, store, c.found.entry, nullptr, Msg::cache_hit)) return *status;
+    if (const auto status = restore_and_serve(o, store, c.found.entry, nullptr, Msg::cache_hit))
+      return *status;
     c.refused = c.found.entry.header.created_ns;
     have = false; // refused outputs: a miss, rebuilt
     c.found = Lookup{LookupState::missing, {}, {}};

@@ -328,7 +328,6 @@ public:
     if (parts_sent() > 0 && !published() && !error()) store_.call({"DEL", temp_key_});
   }
 
-
 private:
   bool send_part(std::string& part) override {
     const std::string n = std::to_string(parts_sent());
@@ -375,7 +374,7 @@ private:
 } // namespace
 
 BuildOrError RedisStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const {
+                                     const BuildContents& what) const {
   return start_build<RedisBuild>(*this, key, inputs, created_ns, what);
 }
 

@@ -47,7 +47,7 @@ public:
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const override;
+                           const BuildContents& what) const override;
   void after_fork() const override;
 
   // The server's address, password redacted.

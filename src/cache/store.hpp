@@ -193,7 +193,7 @@ public:
   // `inputs`: the digest of the dependencies as they are now (before the
   // build); the entry is filed at entry_address(inputs, what.outputs).
   virtual BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const = 0;
+                                   const BuildContents& what) const = 0;
   // --gc: removes what `policy` says, and what is no entry (corrupt
   // entries, leftovers of builds that ended); -v says what went. The error
   // of a store that could not be listed.

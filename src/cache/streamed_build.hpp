@@ -11,10 +11,10 @@
 #include "util/checksum.hpp"
 
 #include <memory>
-#include <utility>
-#include <variant>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 
 namespace bufferlock {
 
@@ -97,8 +97,7 @@ private:
 };
 
 // A build of type Build made with `args` and started: begin_build's answer.
-template <class Build, class... Args>
-BuildOrError start_build(Args&&... args) {
+template <class Build, class... Args> BuildOrError start_build(Args&&... args) {
   auto b = std::make_unique<Build>(std::forward<Args>(args)...);
   if (auto e = b->start()) return *e;
   return std::unique_ptr<EntryBuild>(std::move(b));
