@@ -189,7 +189,7 @@ run_checks() {
     --exclude-unreachable-branches --gcov-ignore-parse-errors --print-summary -o build-sanitize/coverage.txt build-sanitize |
     sed 's/^/coverage of src\/: /'
 
-  say "static analysis: clang-tidy 14, cppcheck"
+  say "static analysis: layers, clang-tidy 14, cppcheck"
   cmake -S . -B build -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
   log=build/lint.log status=0
   JOBS=$jobs tests/lint/run.sh build | tee "$log" || status=$?

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Static analysis of src/: clang-tidy (the checks of .clang-tidy) and
-# cppcheck (suppressions in cppcheck.supp, each with its reason). One line
-# per tool: "lint TOOL: ok, N files" or "lint TOOL: FAILED, N findings".
+# Static analysis of src/: the layers (layers.sh: who may include whom),
+# clang-tidy (the checks of .clang-tidy) and cppcheck (suppressions in
+# cppcheck.supp, each with its reason). One line per tool: "lint TOOL: ok,
+# N files" or "lint TOOL: FAILED, N findings".
 #
 #   tests/lint/run.sh BUILD_DIR      (configured with CMAKE_EXPORT_COMPILE_COMMANDS=ON)
 #
@@ -14,6 +15,7 @@ jobs=${JOBS:-$(nproc)}
 cd "$root" || exit 1
 mapfile -t files < <(find src -name '*.cpp' | sort)
 failed=0
+"$here/layers.sh" || failed=1
 
 # report TOOL LOG PATTERN: the one line of TOOL, from the findings in LOG.
 report() {
