@@ -74,6 +74,8 @@ std::string_view scheme_of(const CacheSettings& c) {
 // is down for the rest of the run, as Gradle's remote cache is: a dead
 // server costs a caller one timeout, not one a request. Its later reads
 // are misses and its builds store nothing, all for the first reason.
+// Every call of the interface is passed on: a virtual with a default in
+// EntryStore that is not forwarded here would run the default, not the store's.
 class DownForRun final : public EntryStore {
 public:
   explicit DownForRun(std::unique_ptr<EntryStore> store)
@@ -91,6 +93,10 @@ public:
   Lookup lookup(std::string_view key, const Inputs& address) const override {
     if (down_) return down();
     return noted(store_->lookup(key, address));
+  }
+  Lookup lookup_to_restore(std::string_view key, const Inputs& address, const Serves& serves) const override {
+    if (down_) return down();
+    return noted(store_->lookup_to_restore(key, address, serves));
   }
   Lookup peek(std::string_view key, const Inputs& address) const override {
     if (down_) return down();
