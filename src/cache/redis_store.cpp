@@ -91,7 +91,9 @@ void RedisStore::after_fork() const {
 namespace {
 
 Lookup unreadable(const RedisError& e) { return {LookupState::unreadable, {}, e.text}; }
-Lookup write_failed() { return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)}; }
+Lookup write_failed() {
+  return {LookupState::unreadable, {}, "cannot write a temporary file: " + errno_text(errno)};
+}
 
 // A field of an entry's hash: its bytes, nullopt when absent, or the error.
 using Field = std::optional<std::string>;
@@ -215,19 +217,13 @@ std::variant<std::vector<std::string>, SysError> RedisStore::keys_of(std::string
 std::optional<SysError>
 RedisStore::scan(std::string_view node_of, const std::string& pattern,
                  const std::function<std::optional<SysError>(std::string_view)>& each) const {
-  std::string cursor = "0";
-  do {
-    auto r = on_client([&](RedisClient& c) {
-      return c.command(node_of, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-    });
-    if (auto* e = std::get_if<RedisError>(&r)) return SysError{server(), e->text};
-    auto page = scan_page(std::get<RedisReply>(r).get());
-    if (!page) return SysError{server(), "unexpected reply to SCAN"};
-    cursor = std::move(page->cursor);
-    for (const std::string_view name : page->names)
-      if (auto e = each(name)) return e;
-  } while (cursor != "0");
-  return std::nullopt;
+  std::optional<SysError> stopped;
+  const auto send = [&](const std::vector<std::string_view>& argv) {
+    return on_client([&](RedisClient& c) { return c.command(node_of, argv); });
+  };
+  const auto e = scan_all(pattern, send, [&](std::string_view name) { return !(stopped = each(name)); });
+  if (e) return SysError{server(), e->text};
+  return stopped;
 }
 
 std::optional<SysError> RedisStore::drop(std::string_view key) const {

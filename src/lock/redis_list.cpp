@@ -132,20 +132,15 @@ std::vector<ListedLock> list_redis_locks(const RedisLockSettings& settings,
     nodes.emplace_back(m);
   if (nodes.empty()) nodes.emplace_back(std::nullopt);
   for (const auto& node : nodes) {
-    for (const auto& pattern : patterns) {
-      std::string cursor = "0";
-      do {
-        const std::vector<std::string_view> scan{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-        auto reply = node ? client.command_on(*node, scan) : client.command({}, scan);
-        if (auto* e = std::get_if<RedisError>(&reply)) return failed(*e);
-        auto page = scan_page(std::get<RedisReply>(reply).get());
-        if (!page) return failed(redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN"));
-        cursor = std::move(page->cursor);
-        for (const std::string_view name : page->names)
-          if (auto n = parse_redis_lock_name(settings, name))
-            found.emplace(std::pair(n->digest, n->slot), name);
-      } while (cursor != "0");
-    }
+    const auto send = [&](const std::vector<std::string_view>& scan) {
+      return node ? client.command_on(*node, scan) : client.command({}, scan);
+    };
+    const auto each = [&](std::string_view name) {
+      if (auto n = parse_redis_lock_name(settings, name)) found.emplace(std::pair(n->digest, n->slot), name);
+      return true;
+    };
+    for (const auto& pattern : patterns)
+      if (auto e = scan_all(pattern, send, each)) return failed(*e);
   }
   // One key per script: on a cluster the locks live in different slots.
   std::optional<RedisError> e;

@@ -1,6 +1,9 @@
 // For SCAN ... MATCH over our own key names (list, cache --list).
 #pragma once
 
+#include "redis/connection.hpp"
+#include "redis/error.hpp"
+
 #include <hiredis/hiredis.h>
 
 #include <optional>
@@ -38,6 +41,27 @@ inline std::optional<ScanPage> scan_page(const redisReply* r) {
   for (std::size_t i = 0; i < keys->elements; ++i)
     page.names.emplace_back(keys->element[i]->str, keys->element[i]->len);
   return page;
+}
+
+// Walks SCAN ... MATCH `pattern` to its end. `send(argv)` sends one SCAN
+// where the caller wants it (a node, the first server) and returns its
+// RedisResult<RedisReply>; each name found goes to `each`, which returns
+// false to stop the walk (its reason is the caller's). The error of a
+// SCAN that failed or had not SCAN's shape, else nullopt.
+template <class Send, class Each>
+std::optional<RedisError> scan_all(const std::string& pattern, const Send& send, const Each& each) {
+  std::string cursor = "0";
+  do {
+    RedisResult<RedisReply> reply =
+        send(std::vector<std::string_view>{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (auto* e = std::get_if<RedisError>(&reply)) return std::move(*e);
+    auto page = scan_page(std::get<RedisReply>(reply).get());
+    if (!page) return redis_error(RedisError::Kind::protocol, "unexpected reply to SCAN");
+    cursor = std::move(page->cursor);
+    for (const std::string_view name : page->names)
+      if (!each(name)) return std::nullopt;
+  } while (cursor != "0");
+  return std::nullopt;
 }
 
 } // namespace bufferlock
