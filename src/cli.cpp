@@ -922,9 +922,11 @@ void choose_store(Parsed& p) {
   }
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
   // error now, not a store that fails verification on every run.
+  // --tls-ca is one option for both layers: the store gets its own copy.
   const std::string& ca = p.opts.redis.tls.ca;
-  if (c.store_url.tls && !ca.empty())
-    if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
+  if (!c.store_url.tls || ca.empty()) return;
+  if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
+  c.store_ca = ca;
 }
 
 // A read-only call changes nothing in the store: --force, --drop and --gc

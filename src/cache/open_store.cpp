@@ -34,7 +34,7 @@ Opened open_redis(const StoreRequest& r) {
 
 Opened open_http(const StoreRequest& r) {
   HttpSettings s;
-  s.ca_file = r.redis.tls.ca;
+  s.ca_file = r.cache.store_ca;
   s.timeout = r.cache.store_timeout;
   s.while_waiting = while_sink_waits; // a slow upload keeps signals and renewals on time
   if (!r.cache.store_token_file.empty()) {

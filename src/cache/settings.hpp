@@ -34,6 +34,7 @@ struct CacheSettings {
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   StoreUrl store_url;                          // --store http(s)://...
   std::string store_token_file;                // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
+  std::string store_ca;                        // an https store's CA file (--tls-ca, which Redis reads too)
   Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
   std::uint64_t max_entry = 64ull * 1024 * 1024;  // larger outputs are not stored (the default: Redis only)
   bool max_entry_given = false;                   // the file and http stores have a limit only when given
