@@ -24,17 +24,6 @@ constexpr std::size_t tail_probe = 64 * 1024;         // the last bytes read for
 constexpr std::size_t most_header = 16 * 1024 * 1024; // a larger one is no entry of ours
 constexpr std::size_t most_listing = 64 * 1024 * 1024;
 
-bool is_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-// <32 hex>.entry or <32 hex>.<32 hex>.entry: an entry's object.
-bool entry_name(std::string_view n) {
-  if (!n.ends_with(".entry")) return false;
-  n.remove_suffix(6);
-  return (n.size() == 32 && is_hex(n)) || (n.size() == 65 && n[32] == '.' && is_hex(n.substr(0, 32)) && is_hex(n.substr(33)));
-}
-
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
 
 // A build sent as it is made (http_store.hpp).
@@ -44,13 +33,6 @@ public:
             const BuildContents& what)
       : StreamedBuild(store, key, inputs, created_ns, what, part), store_(store),
         name_(store.object_name(key, entry_address(inputs, what.outputs))) {}
-
-  std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().address());
-    if (l.state == LookupState::found) return std::move(l.entry);
-    fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
-    return std::nullopt;
-  }
 
 private:
   // The first full part starts the upload; each part is on its way to the
@@ -188,8 +170,12 @@ std::vector<std::string> propfind_names(std::string_view xml) {
   return out;
 }
 
+constexpr StoreMessages http_messages{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                                      Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
+                                      Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
+
 HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
-    : url_(std::move(url)), settings_(std::move(settings)) {
+    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -208,16 +194,13 @@ std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
 }
 
 Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
-  if (down_) return unreadable(*down_);
   return read_object(key, object_name(key, inputs));
 }
 
 // The tail alone: one small range request.
 Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
-  if (down_) return unreadable(*down_);
   Tail t;
   Lookup l = read_tail(object_name(key, address), t);
-  if (l.state == LookupState::unreadable) down_ = l.why;
   if (l.state == LookupState::unreadable) return l;
   if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
     return {LookupState::missing, {}, {}};
@@ -268,7 +251,6 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
   for (int attempt = 0;; ++attempt) {
     Tail t;
     Lookup l = read_tail(name, t);
-    if (l.state == LookupState::unreadable) down_ = l.why;
     if (l.state != LookupState::found) return l;
     // Another key whose MD5 collides is simply not ours: a miss, no warning.
     if (t.header.key != wanted) return {LookupState::missing, {}, {}};
@@ -287,7 +269,6 @@ Lookup HttpStore::read_object(std::string_view key, const std::string& name) con
     } else if (body > 0) {
       const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
       if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-      if (!r.error.empty() || r.status >= 500) down_ = r.text();
       if (!r.ok()) return unreadable(r.text());
       // A server that sent the whole object: its body is what counts.
       if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
@@ -319,7 +300,7 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   // Answered, but not with a listing: a server that cannot list.
   if (r.status != 207) return SysError{server(), r.text(), true};
   std::vector<std::string> names = propfind_names(body);
-  std::erase_if(names, [](const std::string& n) { return !entry_name(n); });
+  std::erase_if(names, [](const std::string& n) { return !is_entry_file_name(n); });
   return names;
 }
 
@@ -363,7 +344,6 @@ std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view 
 }
 
 Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  if (down_) return unreadable(*down_);
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   std::vector<StaleCandidate> candidates;
@@ -398,8 +378,10 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   return out;
 }
 
-std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std::optional<std::uint64_t> max_size,
-                                               std::int64_t now_ns) const {
+std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
+  const std::optional<Nanos>& max_age = policy.max_age;
+  const std::optional<std::uint64_t>& max_size = policy.max_size;
+  const std::int64_t now_ns = policy.now_ns;
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   const auto& all = std::get<std::vector<Head>>(found);
@@ -424,17 +406,16 @@ std::variant<GcCounts, SysError> HttpStore::gc(std::optional<Nanos> max_age, std
       ++counts.entries_removed;
     }
   }
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done,
+                   {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", server()}});
+  });
   return counts;
 }
 
-std::variant<std::unique_ptr<EntryBuild>, SysError> HttpStore::begin_build(std::string_view key,
-                                                                           const Inputs& inputs,
-                                                                           std::int64_t created_ns,
-                                                                           const BuildContents& what) const {
-  if (down_) return SysError{server(), *down_};
-  auto b = std::make_unique<HttpBuild>(*this, key, inputs, created_ns, what);
-  if (auto e = b->start()) return *e;
-  return std::unique_ptr<EntryBuild>(std::move(b));
+BuildOrError HttpStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const {
+  return start_build<HttpBuild>(*this, key, inputs, created_ns, what);
 }
 
 } // namespace bufferlock

@@ -42,7 +42,10 @@ class HttpStore final : public EntryStore {
 public:
   HttpStore(StoreUrl url, HttpSettings settings);
 
-  bool remote() const override { return true; }
+  std::string_view name() const override { return "http"; }
+  std::string location() const override { return server(); }
+  // Bytes cost the network: always compressed.
+  bool compresses(bool) const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   std::uint64_t stored_size(const EntryHeader& h) const override {
@@ -53,17 +56,14 @@ public:
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override;
   void after_fork() const override { client_.reset(); }
 
   // --gc: removes entries older than max_age (when given) and objects that
   // are no entries, then the oldest until the rest add up to at most
   // max_size (when given).
-  std::variant<GcCounts, SysError> gc(std::optional<Nanos> max_age, std::optional<std::uint64_t> max_size,
-                                      std::int64_t now_ns) const;
+  std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
 
   // The URL as given, password hidden.
   const std::string& server() const { return url_.display; }
@@ -104,10 +104,6 @@ private:
   StoreUrl url_;
   HttpSettings settings_;
   mutable std::unique_ptr<HttpClient> client_;
-  // Why a read failed for the server (no answer, a stall, a 5xx): then the
-  // store is down for the rest of the run, as Gradle's remote cache is, so
-  // a dead server costs a caller one --store-timeout, not one a request.
-  mutable std::optional<std::string> down_;
 };
 
 // The object names in a WebDAV multistatus document: the last segment of

@@ -1,9 +1,9 @@
 #include "cache/recipe.hpp"
 
-#include "cache/http_store.hpp"
 #include "cache/inputs.hpp"
+#include "cache/open_store.hpp"
 #include "cache/outputs.hpp"
-#include "cache/redis_store.hpp"
+#include "cache/stat_cache.hpp"
 #include "cache/store.hpp"
 #include "exit_codes.hpp"
 #include "lock/acquire.hpp"
@@ -137,13 +137,13 @@ std::optional<SysError> store_outputs(const Options& o, EntryBuild& writer) {
 std::string cache_dir_of(const Options& o) { return o.cache.dir.empty() ? default_cache_dir() : o.cache.dir; }
 
 // `walk`: what the walk records or compares besides the digest.
-std::variant<Inputs, SysError> compute_inputs(const Options& o, const CacheStore& files, InputsWalk* walk) {
+std::variant<Inputs, SysError> compute_inputs(const Options& o, const std::string& cache_dir, InputsWalk* walk) {
   if (o.cache.depends.empty()) return Inputs();
-  StatCache stats(files.dir());
+  StatCache stats(cache_dir);
   auto d = inputs_digest(o.cache.depends, stats, InputsRules{o.cache.excludes, o.cache.outputs}, walk);
   if (auto* e = std::get_if<SysError>(&d)) return *e;
   // Not read-only: what the stat cache says decides which entry is served.
-  if (stats.dirty() && !o.cache.read_only && !files.prepare()) stats.save(); // failing: a re-read next time
+  if (stats.dirty() && !o.cache.read_only && !prepare_cache_dir(cache_dir)) stats.save(); // failing: a re-read next time
   return Inputs(std::get<Digest128>(d));
 }
 
@@ -161,10 +161,9 @@ void say_missing_depends(const Options& o) {
 // cannot be read now: the first path that did (empty when none can be named).
 std::optional<std::string> inputs_changed(const Options& o, const Digest128& before,
                                           const InputsTrail& trail) {
-  CacheStore files(cache_dir_of(o));
   InputsWalk walk;
   if (trail.complete()) walk.since = &trail;
-  const auto now = compute_inputs(o, files, &walk);
+  const auto now = compute_inputs(o, cache_dir_of(o), &walk);
   if (const auto* e = std::get_if<SysError>(&now)) return e->path;
   if (std::get<Inputs>(now) == before) return std::nullopt;
   return walk.first_new;
@@ -179,40 +178,52 @@ Options lock_options(const Options& o, const Inputs& inputs) {
   return l;
 }
 
-// --max-entry, the same in every store: the limit given, else 64M in Redis
-// (whose memory the entries take) and none in the other stores.
-std::optional<std::uint64_t> entry_limit(const Options& o) {
-  if (o.cache.max_entry_given || o.cache.store == CacheStoreKind::redis) return o.cache.max_entry;
+// --max-entry, the same in every store: the limit given, else 64M in a
+// store whose memory the entries take (Redis) and none in the others.
+std::optional<std::uint64_t> entry_limit(const Options& o, const EntryStore& store) {
+  if (o.cache.max_entry_given || store.limits_entries()) return o.cache.max_entry;
   return std::nullopt;
 }
 
-// The one warning of an output that was not stored.
-void warn_not_stored(const Options& o, const EntryStore& store, const std::string& key, const SysError& e) {
-  if (store.noted_unreadable()) return; // the lookup's warning said the store failed
-  if (o.cache.store == CacheStoreKind::http)
-    diag::warn(
-        message(Msg::cache_http_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
-  else if (store.remote())
-    diag::warn(
-        message(Msg::cache_redis_store_failed, {{"key", key}, {"server", e.path}, {"error", e.reason}}));
-  else
-    diag::warn(message(Msg::cache_store_failed, {{"key", key}, {"path", e.path}, {"error", e.reason}}));
+// A message of `store` about `key` (shown as is) and `place` (its path or
+// server), in the store's words.
+std::string store_message(Msg m, const std::string& key, const std::string& place, const std::string& error) {
+  return message(m, {{"key", key}, {"path", place}, {"server", place}, {"error", error}});
 }
 
-// Runs the command, copying its stdout as it comes to our stdout and to a new
-// entry, and publishes the entry on success. With a fallback (--stale-if-error
-// and an old entry), stdout is held back: it gets the new output once the
-// build succeeded, or else the old entry — never both.
-int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
-          Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
+// The one warning of an output that was not stored.
+void warn_not_stored(const EntryStore& store, const std::string& key, const SysError& e) {
+  if (store.noted_unreadable()) return; // the lookup's warning said the store failed
+  diag::warn(store_message(store.messages().not_stored, key, e.path, e.reason));
+}
+
+// One build's run (build() below): the command's output on its way to the
+// caller and into a new entry, and why nothing was stored when it was not.
+struct BuildRun {
+  BuildRun(const Options& opts, const EntryStore& to, const Inputs& in, Lock* held)
+      : o(opts), store(to), inputs(in), lock(held) {}
+
+  const Options& o;
+  const EntryStore& store;
+  const Inputs& inputs;
+  Lock* lock;
+  std::string key = display_key(o.key);
   std::unique_ptr<EntryBuild> writer;
-  std::optional<SysError> store_error = unusable;
+  std::optional<SysError> store_error;
   // --max-entry: not stored, one warning of its own naming the stored size.
   std::optional<std::uint64_t> too_large;
-  if (!unusable) {
-    // Compressed in Redis, where bytes cost memory and network; in the file store on request.
+  // -v: why nothing was stored, for the outcome line (the warnings say it
+  // without -v, each in its own words).
+  std::string why_not;
+  Nanos started{};
+
+  // The entry's build begins, unless the store is `unusable`.
+  void begin(const std::optional<SysError>& unusable) {
+    store_error = unusable;
+    if (unusable) return;
+    // Compressed where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
-                             o.cache.compress || store.remote(), entry_limit(o)};
+                             store.compresses(o.cache.compress), entry_limit(o, store)};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
@@ -220,132 +231,172 @@ int build(const Options& o, const EntryStore& store, const Inputs& inputs, const
     else
       writer = std::move(std::get<std::unique_ptr<EntryBuild>>(created));
   }
-  const auto stop_storing = [&] {
+
+  void stop_storing() {
     store_error = writer->error();
     writer.reset();
-  };
+  }
 
-  bool stdout_open = fallback == nullptr;
-  const OutputSink sink = [&](const char* data, std::size_t len) {
-    // A reader that stops reading (| head -1) must neither stop the build
-    // nor cut the entry: keep draining into the file.
-    if (stdout_open && !write_all(STDOUT_FILENO, data, len)) stdout_open = false;
-    if (writer && !writer->append(data, len)) stop_storing();
-  };
-  // --keep-stderr: stderr still passes through as it comes, and is stored.
-  bool stderr_open = true;
-  const OutputSink err_sink = [&](const char* data, std::size_t len) {
-    if (stderr_open && !write_all(STDERR_FILENO, data, len)) stderr_open = false;
-    if (writer && !writer->append_stderr(data, len)) stop_storing();
-  };
-  const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
-  const Nanos started = monotonic_now();
-  int status =
-      run_child(o.argv, ticker ? &*ticker : nullptr, &sink, o.cache.keep_stderr ? &err_sink : nullptr);
+  // Runs the command, its stdout to ours unless `held` (a fallback may be
+  // served instead); its status.
+  int run(bool held) {
+    bool stdout_open = !held;
+    const OutputSink sink = [&](const char* data, std::size_t len) {
+      // A reader that stops reading (| head -1) must neither stop the build
+      // nor cut the entry: keep draining into the file.
+      if (stdout_open && !write_all(STDOUT_FILENO, data, len)) stdout_open = false;
+      if (writer && !writer->append(data, len)) stop_storing();
+    };
+    // --keep-stderr: stderr still passes through as it comes, and is stored.
+    bool stderr_open = true;
+    const OutputSink err_sink = [&](const char* data, std::size_t len) {
+      if (stderr_open && !write_all(STDERR_FILENO, data, len)) stderr_open = false;
+      if (writer && !writer->append_stderr(data, len)) stop_storing();
+    };
+    const std::optional<Ticker> ticker = lock ? lock->keepalive() : std::nullopt;
+    started = monotonic_now();
+    return run_child(o.argv, ticker ? &*ticker : nullptr, &sink, o.cache.keep_stderr ? &err_sink : nullptr);
+  }
+
   // A stop signal after the command's end: nothing is stored (an upload
   // under way is abandoned), and we exit at once.
-  const auto interrupted = [&](int sig) {
+  int interrupted(int sig) {
     writer.reset();
     return stopped(lock, sig);
-  };
-  if (const int sig = stop_signal()) return interrupted(sig);
+  }
 
-  const std::string key = display_key(o.key);
-  // -v: why nothing was stored, for the outcome line (the warnings say it
-  // without -v, each in its own words).
-  std::string why_not = "the command exited with status " + std::to_string(status);
-  if (status == 0) {
-    // A PATH the build did not make: its error, whatever the store.
+  // A PATH the build did not make: its error, whatever the store; the
+  // status becomes the error status.
+  void check_outputs(int& status) {
     if (const auto missing = first_missing_output(o.cache.outputs)) {
       diag::error(message(Msg::cache_output_missing, {{"key", key}, {"path", *missing}}));
       status = o.error_exit;
       why_not = "--output " + *missing + " is missing after the build";
     }
   }
-  if (status == 0) {
-    if (writer && inputs) {
-      if (const auto changed = inputs_changed(o, *inputs, trail)) {
-        // The output may come from the new inputs: filed under the old ones it
-        // would serve the wrong state. Not stored; the next caller builds.
-        why_not = "its dependencies changed during the build";
-        if (changed->empty()) {
-          diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
-        } else {
-          diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
-          why_not += " (first: " + *changed + ")";
-        }
-        writer.reset();
-      }
+
+  // The output may come from the new inputs: filed under the old ones it
+  // would serve the wrong state. Not stored; the next caller builds.
+  void check_inputs(const InputsTrail& trail) {
+    const auto changed = inputs_changed(o, *inputs, trail);
+    if (!changed) return;
+    why_not = "its dependencies changed during the build";
+    if (changed->empty()) {
+      diag::warn(message(Msg::cache_inputs_changed, {{"key", key}}));
+    } else {
+      diag::warn(message(Msg::cache_inputs_changed_at, {{"key", key}, {"path", *changed}}));
+      why_not += " (first: " + *changed + ")";
     }
+    writer.reset();
+  }
+
+  // A successful build's entry: its outputs archive, then published.
+  void keep(const InputsTrail& trail) {
+    if (writer && inputs) check_inputs(trail);
     if (writer && !o.cache.outputs.empty()) {
       if (auto e = store_outputs(o, *writer)) {
         store_error = e;
         writer.reset();
       }
     }
-    if (writer) {
-      // An output past --max-entry is only counted, up to here.
-      if (auto e = writer->publish()) {
-        store_error = e;
-        writer.reset();
-      } else if (writer->too_large()) {
-        too_large = writer->stored_size();
-        writer.reset();
-      }
+    if (!writer) return;
+    // An output past --max-entry is only counted, up to here.
+    if (auto e = writer->publish()) {
+      store_error = e;
+      writer.reset();
+    } else if (writer->too_large()) {
+      too_large = writer->stored_size();
+      writer.reset();
     }
-    if (const int sig = stop_signal()) return interrupted(sig);
+  }
+
+  // What keep() came to: a warning when nothing was stored, -v when it was.
+  void say_kept() {
     if (too_large) {
       diag::warn(message(Msg::cache_entry_too_large, {{"key", key},
                                                       {"stored", std::to_string(*too_large)},
                                                       {"size", std::to_string(o.cache.max_entry)}}));
       why_not = "its stored size, " + std::to_string(*too_large) + " bytes, is over --max-entry";
     } else if (store_error) {
-      warn_not_stored(o, store, key, *store_error);
+      warn_not_stored(store, key, *store_error);
       why_not = store_error->path + ": " + store_error->reason;
     }
-    if (writer) {
-      diag::debug_lazy([&] {
-        return message(Msg::cache_built, {{"key", key},
-                                          {"seconds", format_seconds(monotonic_now() - started)},
-                                          {"stored", std::to_string(store.stored_size(writer->header()))},
-                                          {"from", store.where(o.key, writer->header().address())}});
-      });
-    }
-    if (fallback) {
-      // The build's stderr went through live: only stdout is served here.
-      std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
-      if (built) {
-        serve(o, *built, false); // its outputs are in place already
-      } else if (const Restored r = restore(o, store, *fallback); r.stop) {
-        return interrupted(r.stop);
-      } else if (r.ok) {
-        diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
-        say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "not stored: " + why_not}});
-        serve(o, *fallback, false);
-        why_not.clear(); // said
-      }
-    }
-  } else {
-    writer.reset(); // a failed build stores nothing
-    const Restored r = fallback ? restore(o, store, *fallback) : Restored{false, 0};
-    if (r.stop) return interrupted(r.stop);
-    if (fallback && r.ok) {
-      const Msg m =
-          fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
-      diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
-      say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "the rebuild failed: " + why_not}});
-      serve(o, *fallback, false);
-      why_not.clear(); // said
-      status = exit_code::ok;
-    }
-  }
-  if (!writer && !why_not.empty()) {
+    if (!writer) return;
     diag::debug_lazy([&] {
-      return message(
-          Msg::cache_not_stored,
-          {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
+      return message(Msg::cache_built, {{"key", key},
+                                        {"seconds", format_seconds(monotonic_now() - started)},
+                                        {"stored", std::to_string(store.stored_size(writer->header()))},
+                                        {"from", store.where(o.key, writer->header().address())}});
     });
   }
+
+  // A successful build with a fallback held stdout back: the new entry's,
+  // or else the fallback's. The exit status of a stop signal meanwhile.
+  std::optional<int> serve_held(const CachedEntry& fallback) {
+    // The build's stderr went through live: only stdout is served here.
+    std::optional<CachedEntry> built = writer ? writer->entry() : std::nullopt;
+    if (built) {
+      serve(o, *built, false); // its outputs are in place already
+      return std::nullopt;
+    }
+    const Restored r = restore(o, store, fallback);
+    if (r.stop) return interrupted(r.stop);
+    if (r.ok) {
+      diag::warn(message(Msg::cache_stale_unstored, {{"key", key}}));
+      say_served(o, store, fallback, Msg::cache_served_stale, {{"why", "not stored: " + why_not}});
+      serve(o, fallback, false);
+      why_not.clear(); // said
+    }
+    return std::nullopt;
+  }
+
+  // A failed build stores nothing; with a fallback, that is served and the
+  // status becomes 0. The exit status of a stop signal meanwhile.
+  std::optional<int> serve_instead(const CachedEntry* fallback, int& status) {
+    writer.reset();
+    const Restored r = fallback ? restore(o, store, *fallback) : Restored{false, 0};
+    if (r.stop) return interrupted(r.stop);
+    if (!fallback || !r.ok) return std::nullopt;
+    const Msg m = fallback->header.has_inputs(inputs) ? Msg::cache_stale_served : Msg::cache_stale_other_inputs;
+    diag::warn(message(m, {{"key", key}, {"status", std::to_string(status)}}));
+    say_served(o, store, *fallback, Msg::cache_served_stale, {{"why", "the rebuild failed: " + why_not}});
+    serve(o, *fallback, false);
+    why_not.clear(); // said
+    status = exit_code::ok;
+    return std::nullopt;
+  }
+
+  void say_not_stored() const {
+    if (writer || why_not.empty()) return;
+    diag::debug_lazy([&] {
+      return message(Msg::cache_not_stored,
+                     {{"key", key}, {"seconds", format_seconds(monotonic_now() - started)}, {"why", why_not}});
+    });
+  }
+};
+
+// Runs the command, copying its stdout as it comes to our stdout and to a new
+// entry, and publishes the entry on success. With a fallback (--stale-if-error
+// and an old entry), stdout is held back: it gets the new output once the
+// build succeeded, or else the old entry — never both.
+int build(const Options& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
+          Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
+  BuildRun b{o, store, inputs, lock};
+  b.begin(unusable);
+  int status = b.run(fallback != nullptr);
+  if (const int sig = stop_signal()) return b.interrupted(sig);
+  b.why_not = "the command exited with status " + std::to_string(status);
+  if (status == 0) b.check_outputs(status);
+  if (status == 0) {
+    b.keep(trail);
+    if (const int sig = stop_signal()) return b.interrupted(sig);
+    b.say_kept();
+    if (fallback)
+      if (const auto end = b.serve_held(*fallback)) return *end;
+  } else if (const auto end = b.serve_instead(fallback, status)) {
+    return *end;
+  }
+  b.say_not_stored();
   if (lock) lock->release();
   return status;
 }
@@ -384,14 +435,10 @@ void rebuild_in_background(const Options& o, const EntryStore& store, const Inpu
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
 void warn_lookup(const Options& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
   const std::string where = store.where(o.key, address(o, inputs));
-  if (l.state == LookupState::corrupt && !store.remote())
-    diag::warn(message(Msg::cache_entry_corrupt, {{"path", where}, {"error", l.why}}));
-  else if (l.state == LookupState::corrupt)
-    diag::warn(message(Msg::cache_redis_entry_corrupt,
-                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
+  if (l.state == LookupState::corrupt)
+    diag::warn(store_message(store.messages().corrupt, display_key(o.key), where, l.why));
   else if (l.state == LookupState::unreadable && !store.noted_unreadable())
-    diag::warn(message(Msg::cache_redis_read_failed,
-                       {{"key", display_key(o.key)}, {"server", where}, {"error", l.why}}));
+    diag::warn(store_message(store.messages().unreadable, display_key(o.key), where, l.why));
   if (l.state == LookupState::unreadable) store.note_unreadable();
 }
 
@@ -429,24 +476,6 @@ int read_only_miss(const Options& o, const EntryStore& store, const Inputs& inpu
                                               {{"waited", format_seconds(monotonic_now() - wait_start)}}))
       return *status;
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
-}
-
-int gc(const Options& o, const CacheStore& store) {
-  const GcCounts c = store.gc(o.cache.max_age, wall_clock_ns());
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
-                                        {"temps", std::to_string(c.temps_removed)},
-                                        {"path", store.dir()}});
-  });
-  if (o.cache.max_size) {
-    const int trimmed = store.trim(*o.cache.max_size);
-    diag::debug_lazy([&] {
-      return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(trimmed)},
-                                             {"path", store.dir()},
-                                             {"size", std::to_string(*o.cache.max_size)}});
-    });
-  }
-  return exit_code::ok;
 }
 
 // A KEY on one line of --list: backslash, control bytes and DEL as \xHH.
@@ -529,188 +558,96 @@ std::string default_cache_dir() {
   return std::string(home) + "/.cache/bufferlock";
 }
 
-// --list, --drop and --gc on an http store: through WebDAV PROPFIND, which
-// a server that cannot answer it makes a usage error (SPEC §18).
-int http_admin(const Options& o, const HttpStore& http) {
-  // A server that answered the listing with another status cannot list: 64.
+namespace {
+
+// --list, --drop and --gc, on every store alike. A store that answered but
+// cannot list (an http server without WebDAV PROPFIND) makes it a usage
+// error (SPEC §18).
+int admin(const Options& o, const EntryStore& store) {
   const auto failed = [&](const SysError& e, Msg m) {
     if (e.refused) {
-      diag::error(message(Msg::cache_http_cannot_list, {{"server", e.path}, {"error", e.reason}}));
+      diag::error(message(store.messages().cannot_list, {{"server", e.path}, {"error", e.reason}}));
       return exit_code::usage;
     }
-    diag::error(message(m, {{"key", display_key(o.key)}, {"server", e.path}, {"error", e.reason}}));
+    diag::error(store_message(m, display_key(o.key), e.path, e.reason));
     return o.error_exit;
   };
   if (o.cache.list) {
-    auto entries = http.list_entries();
-    if (auto* e = std::get_if<SysError>(&entries)) return failed(*e, Msg::cache_http_list_failed);
-    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, "http");
+    auto entries = store.list_entries();
+    if (auto* e = std::get_if<SysError>(&entries)) return failed(*e, store.messages().list_failed);
+    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, store.name());
   }
   if (o.cache.drop) {
-    if (auto e = http.drop(o.key)) return failed(*e, Msg::cache_http_drop_failed);
+    if (auto e = store.drop(o.key)) return failed(*e, store.messages().drop_failed);
     return exit_code::ok;
   }
-  auto counts = http.gc(o.cache.max_age, o.cache.max_size, wall_clock_ns());
-  if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, Msg::cache_http_list_failed);
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done,
-                   {{"entries", std::to_string(std::get<GcCounts>(counts).entries_removed)},
-                    {"temps", "0"},
-                    {"path", http.server()}});
-  });
+  const auto counts = store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns()});
+  if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
   return exit_code::ok;
 }
 
-int cache_main(const Options& o) {
-  // A closed stdout must give EPIPE, and a file size limit (ulimit -f) EFBIG,
-  // instead of killing us in the middle of a build.
-  block_signals({SIGPIPE, SIGXFSZ});
+// --sign-key: read (and libcrypto loaded) once, before anything is looked
+// up; false, with the usage error said, when it cannot be.
+bool load_signer(const Options& o, std::optional<EntrySigner>& signer) {
+  auto read = EntrySigner::from_file(o.cache.sign_key);
+  if (auto* why = std::get_if<std::string>(&read)) {
+    diag::error(message(
+        Msg::usage_hint,
+        {{"error", message(Msg::usage_sign_key_file, {{"path", o.cache.sign_key}, {"error", *why}})}}));
+    return false;
+  }
+  signer.emplace(std::move(std::get<EntrySigner>(read)));
+  return true;
+}
 
-  // A build holds no lock the command could use: it gets no lock variables.
-  scrub_lock_env();
-  CacheStore files(cache_dir_of(o));
-  std::optional<RedisStore> redis;
-  std::optional<HttpStore> http;
-  if (o.cache.store == CacheStoreKind::redis) {
-    std::optional<Nanos> expire_after = o.cache.max_age;
-    if (expire_after && o.cache.stale) *expire_after += *o.cache.stale;
-    redis.emplace(o.redis, expire_after);
-  } else if (o.cache.store == CacheStoreKind::http) {
-    HttpSettings s;
-    s.ca_file = o.redis.tls.ca;
-    s.timeout = o.cache.store_timeout;
-    s.while_waiting = while_sink_waits; // a slow upload keeps signals and renewals on time
-    if (!o.cache.store_token_file.empty()) {
-      auto read = read_secret_file(o.cache.store_token_file);
-      if (read.index() == 1) {
-        diag::error(message(Msg::usage_hint, {{"error", message(Msg::usage_store_token_file,
-                                                                {{"path", o.cache.store_token_file},
-                                                                 {"error", std::get<1>(read)}})}}));
-        return exit_code::usage;
-      }
-      s.token = std::get<0>(std::move(read));
-      while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
-        s.token.pop_back();
-    }
-    http.emplace(o.cache.store_url, std::move(s));
-    if (o.cache.list || o.cache.drop || o.cache.gc) return http_admin(o, *http);
-  }
-  const EntryStore& store = redis  ? static_cast<const EntryStore&>(*redis)
-                            : http ? static_cast<const EntryStore&>(*http)
-                                   : files;
-  if (o.cache.gc) return redis ? exit_code::ok : gc(o, files); // Redis expires entries by itself
-  if (o.cache.list) {
-    auto entries = store.list_entries();
-    if (auto* e = std::get_if<SysError>(&entries)) {
-      diag::error(message(Msg::cache_redis_list_failed, {{"server", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
-    return list(std::move(std::get<std::vector<ListedEntry>>(entries)), o.json, redis ? "redis" : "file");
-  }
-  if (o.cache.drop) {
-    if (auto e = store.drop(o.key)) {
-      if (redis)
-        diag::error(message(Msg::cache_redis_drop_failed,
-                            {{"key", display_key(o.key)}, {"server", e->path}, {"error", e->reason}}));
-      else
-        diag::error(message(Msg::cache_drop_failed, {{"path", e->path}, {"error", e->reason}}));
-      return o.error_exit;
-    }
-    return exit_code::ok;
-  }
-  // --sign-key: read (and libcrypto loaded) once, before anything is looked up.
-  std::optional<EntrySigner> signer;
-  if (!o.cache.sign_key.empty()) {
-    auto read = EntrySigner::from_file(o.cache.sign_key);
-    if (auto* why = std::get_if<std::string>(&read)) {
-      diag::error(message(
-          Msg::usage_hint,
-          {{"error", message(Msg::usage_sign_key_file, {{"path", o.cache.sign_key}, {"error", *why}})}}));
-      return exit_code::usage;
-    }
-    signer.emplace(std::move(std::get<EntrySigner>(read)));
-    files.sign_with(&*signer);
-    if (redis) redis->sign_with(&*signer);
-    if (http) http->sign_with(&*signer);
-  }
+// A call past its first lookup: what the steps of a miss share.
+struct Call {
+  Call(const Options& opts, const EntryStore& in, const std::string& dir) : o(opts), store(in), cache_dir(dir) {}
 
+  const Options& o;
+  const EntryStore& store;
+  const std::string& cache_dir;
   Inputs inputs;
   InputsTrail trail; // what the build's inputs were, to name one that changes during it
-  {
-    InputsWalk walk;
-    walk.record = &trail;
-    auto computed = compute_inputs(o, files, &walk);
-    if (auto* e = std::get_if<SysError>(&computed)) {
-      diag::error(message(Msg::cache_inputs_unreadable,
-                          {{"path", e->path}, {"key", display_key(o.key)}, {"error", e->reason}}));
-      return o.error_exit;
-    }
-    inputs = std::get<Inputs>(computed);
-  }
-  if (diag::verbose()) say_missing_depends(o);
-
-  // --force reads no entry it would not use: only --stale-if-error falls
-  // back on it (a remote store's entry is a whole download).
-  Lookup found = o.cache.force && !o.cache.stale_if_error ? Lookup{LookupState::missing, {}, {}}
-                                                          : find(o, store, inputs);
-  warn_lookup(o, store, inputs, found);
-  // Corrupt: warned once, and rebuilt under the lock without a second read.
-  const bool corrupt = found.state == LookupState::corrupt;
-  bool have = found.state == LookupState::found;
-  Freshness age = Freshness::expired;
-  // --force rebuilds whatever was found; everybody else is served meanwhile.
+  Lookup found{LookupState::missing, {}, {}};
+  bool corrupt = false; // warned once, and rebuilt under the lock without a second read
   // The creation time of an entry whose outputs were refused: met again
   // after the lock, it is the same entry (one warning), still a miss.
   std::optional<std::int64_t> refused;
-  if (have && current(o, found.entry.header, o.cache.stale, &age) && !o.cache.force) {
-    if (const auto status = restore_and_serve(o, store, found.entry, nullptr, Msg::cache_hit)) return *status;
-    refused = found.entry.header.created_ns;
-    have = false; // refused outputs: a miss, rebuilt
-    found = Lookup{LookupState::missing, {}, {}};
-  }
+};
 
-  // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
-  // entry or lock files opened from here on.
-  fill_std_fds();
-  if (o.cache.read_only)
-    return read_only_miss(o, store, inputs, files.dir() + "/locks",
-                          have && age == Freshness::stale ? &found.entry : nullptr);
-  // The directory must exist (0700) before its locks/ and entries.
-  const std::optional<SysError> unusable = store.prepare();
-  // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
-  const Options locking = lock_options(o, inputs);
-  const std::unique_ptr<Lock> lock = make_lock(locking, files.dir() + "/locks");
-  if (have && age == Freshness::stale && !o.cache.force) {
-    // Somebody rebuilding already? Then the stale entry will do.
-    const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
-    if (tried.status == AcquireStatus::busy)
-      if (const auto status = restore_and_serve(o, store, found.entry, nullptr, Msg::cache_served_stale,
-                                                {{"why", "another caller is rebuilding it"}}))
-        return *status;
-    if (tried.status == AcquireStatus::acquired) {
-      const Restored r = o.cache.background ? restore(o, store, found.entry) : Restored{false, 0};
-      if (r.stop) return stopped(lock.get(), r.stop);
-      if (r.ok) {
-        rebuild_in_background(o, store, inputs, trail, *lock, unusable);
-        return serve_as(o, store, found.entry, Msg::cache_served_stale,
-                        {{"why", "rebuilding it in the background"}});
-      }
-      return build(o, store, inputs, trail, lock.get(), unusable,
-                   o.cache.stale_if_error ? &found.entry : nullptr);
-    }
+// The digest of --depends before the build (its walk recorded); false, with
+// the error said, when the inputs cannot be read.
+bool read_inputs(Call& c) {
+  InputsWalk walk;
+  walk.record = &c.trail;
+  auto computed = compute_inputs(c.o, c.cache_dir, &walk);
+  if (auto* e = std::get_if<SysError>(&computed)) {
+    diag::error(message(Msg::cache_inputs_unreadable,
+                        {{"path", e->path}, {"key", display_key(c.o.key)}, {"error", e->reason}}));
+    return false;
   }
+  c.inputs = std::get<Inputs>(computed);
+  return true;
+}
 
+// Under the build lock (taken here): check again, then build. A stale
+// `c.found` may be the fallback of --stale-if-error.
+int build_locked(Call& c, const Options& locking, Lock& lock, const std::optional<SysError>& unusable) {
+  const Options& o = c.o;
+  const EntryStore& store = c.store;
   int exit_status = o.error_exit;
   // The lock's messages name the caller's KEY; a lock that cannot be taken
   // in a cache directory that cannot be made or written is reported as that.
   LockWords words{o.key, std::nullopt};
   if (locking.backend != Backend::redis && locking.dir.empty()) {
-    if (const auto e = store.remote() ? files.prepare() : unusable)
+    // (A remote store's prepare() makes no directory.)
+    if (const auto e = unusable ? unusable : prepare_cache_dir(c.cache_dir))
       words.error = message(Msg::cache_dir_unusable, {{"path", e->path}, {"error", e->reason}});
   }
   // Takes the lock; nullopt once held, else the status to end with.
   const auto take = [&]() -> std::optional<int> {
-    switch (take_lock(locking, *lock, exit_status, words)) {
+    switch (take_lock(locking, lock, exit_status, words)) {
     case Taken::stop: return exit_status;
     case Taken::unlocked: return run_unlocked(o); // --fail-open: no lock, no cache
     case Taken::locked: break;
@@ -724,39 +661,122 @@ int cache_main(const Options& o) {
   // there, the lock goes at once (SPEC: release and serve), and the entry is
   // read, verified and restored after, so that all who waited restore it
   // side by side. Gone, corrupt or refused by then: the lock again, and on.
-  if (!o.cache.force && !corrupt) {
-    const Lookup seen = same_outputs(o, store.peek(o.key, address(o, inputs)));
-    if (seen.state == LookupState::found && refused != seen.entry.header.created_ns &&
+  if (!o.cache.force && !c.corrupt) {
+    const Lookup seen = same_outputs(o, store.peek(o.key, address(o, c.inputs)));
+    if (seen.state == LookupState::found && c.refused != seen.entry.header.created_ns &&
         current(o, seen.entry.header, std::nullopt)) {
-      lock->release();
-      Lookup got = find(o, store, inputs);
-      warn_lookup(o, store, inputs, got);
+      lock.release();
+      Lookup got = find(o, store, c.inputs);
+      warn_lookup(o, store, c.inputs, got);
       if (got.state == LookupState::found && current(o, got.entry.header, std::nullopt)) {
         if (const auto status =
                 restore_and_serve(o, store, got.entry, nullptr, Msg::cache_waited, {{"waited", waited()}}))
           return *status;
-        refused = got.entry.header.created_ns;
+        c.refused = got.entry.header.created_ns;
       }
       if (const auto end = take()) return *end;
     }
   }
-  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : find(o, store, inputs);
-  if (again.state == LookupState::found && refused == again.entry.header.created_ns)
+  Lookup again = o.cache.force ? Lookup{LookupState::missing, {}, {}} : find(o, store, c.inputs);
+  if (again.state == LookupState::found && c.refused == again.entry.header.created_ns)
     again = Lookup{LookupState::missing, {}, {}};
   if (again.state == LookupState::found && current(o, again.entry.header, std::nullopt)) {
     // Stored just after the peek, or a second round: served under the lock.
     if (const auto status =
-            restore_and_serve(o, store, again.entry, lock.get(), Msg::cache_waited, {{"waited", waited()}}))
+            restore_and_serve(o, store, again.entry, &lock, Msg::cache_waited, {{"waited", waited()}}))
       return *status;
   }
-  if (again.state == LookupState::found) found = std::move(again);
+  if (again.state == LookupState::found) c.found = std::move(again);
   // --stale-if-error without an entry of these inputs: the newest of KEY for
   // any inputs (GitHub's restore-keys) with the caller's --output list,
   // looked up only when it can serve.
-  if (o.cache.stale_if_error && found.state != LookupState::found)
-    found = store.newest(o.key, o.cache.outputs);
-  const bool fall_back = o.cache.stale_if_error && found.state == LookupState::found;
-  return build(o, store, inputs, trail, lock.get(), unusable, fall_back ? &found.entry : nullptr);
+  if (o.cache.stale_if_error && c.found.state != LookupState::found)
+    c.found = store.newest(o.key, o.cache.outputs);
+  const bool fall_back = o.cache.stale_if_error && c.found.state == LookupState::found;
+  return build(o, store, c.inputs, c.trail, &lock, unusable, fall_back ? &c.found.entry : nullptr);
+}
+
+// A miss (`stale`: an expired entry still within --stale, else null): the
+// build lock, then a build or an entry that another caller built.
+int miss(Call& c, const CachedEntry* stale) {
+  const Options& o = c.o;
+  // The directory must exist (0700) before its locks/ and entries.
+  const std::optional<SysError> unusable = c.store.prepare();
+  // Locks in CACHEDIR/locks, unless --dir or --redis says otherwise (make_lock).
+  const Options locking = lock_options(o, c.inputs);
+  const std::unique_ptr<Lock> lock = make_lock(locking, c.cache_dir + "/locks");
+  if (stale && !o.cache.force) {
+    // Somebody rebuilding already? Then the stale entry will do.
+    const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
+    if (tried.status == AcquireStatus::busy)
+      if (const auto status = restore_and_serve(o, c.store, *stale, nullptr, Msg::cache_served_stale,
+                                                {{"why", "another caller is rebuilding it"}}))
+        return *status;
+    if (tried.status == AcquireStatus::acquired) {
+      const Restored r = o.cache.background ? restore(o, c.store, *stale) : Restored{false, 0};
+      if (r.stop) return stopped(lock.get(), r.stop);
+      if (r.ok) {
+        rebuild_in_background(o, c.store, c.inputs, c.trail, *lock, unusable);
+        return serve_as(o, c.store, *stale, Msg::cache_served_stale, {{"why", "rebuilding it in the background"}});
+      }
+      return build(o, c.store, c.inputs, c.trail, lock.get(), unusable, o.cache.stale_if_error ? stale : nullptr);
+    }
+  }
+  return build_locked(c, locking, *lock, unusable);
+}
+
+// The call once its store is open: a fresh entry served, or a miss.
+int serve_or_build(const Options& o, EntryStore& store, const std::string& cache_dir) {
+  std::optional<EntrySigner> signer;
+  if (!o.cache.sign_key.empty()) {
+    if (!load_signer(o, signer)) return exit_code::usage;
+    store.sign_with(&*signer);
+  }
+  Call c{o, store, cache_dir};
+  if (!read_inputs(c)) return o.error_exit;
+  if (diag::verbose()) say_missing_depends(o);
+
+  // --force reads no entry it would not use: only --stale-if-error falls
+  // back on it (a remote store's entry is a whole download).
+  if (!o.cache.force || o.cache.stale_if_error) c.found = find(o, store, c.inputs);
+  warn_lookup(o, store, c.inputs, c.found);
+  c.corrupt = c.found.state == LookupState::corrupt;
+  bool have = c.found.state == LookupState::found;
+  Freshness age = Freshness::expired;
+  // --force rebuilds whatever was found; everybody else is served meanwhile.
+  if (have && current(o, c.found.entry.header, o.cache.stale, &age) && !o.cache.force) {
+    if (const auto status = restore_and_serve(o, store, c.found.entry, nullptr, Msg::cache_hit)) return *status;
+    c.refused = c.found.entry.header.created_ns;
+    have = false; // refused outputs: a miss, rebuilt
+    c.found = Lookup{LookupState::missing, {}, {}};
+  }
+
+  // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
+  // entry or lock files opened from here on.
+  fill_std_fds();
+  const CachedEntry* stale = have && age == Freshness::stale ? &c.found.entry : nullptr;
+  if (o.cache.read_only) return read_only_miss(o, store, c.inputs, cache_dir + "/locks", stale);
+  return miss(c, stale);
+}
+
+} // namespace
+
+int cache_main(const Options& o) {
+  // A closed stdout must give EPIPE, and a file size limit (ulimit -f) EFBIG,
+  // instead of killing us in the middle of a build.
+  block_signals({SIGPIPE, SIGXFSZ});
+
+  // A build holds no lock the command could use: it gets no lock variables.
+  scrub_lock_env();
+  const std::string cache_dir = cache_dir_of(o);
+  auto opened = open_store(o.cache, o.redis, cache_dir);
+  if (auto* why = std::get_if<std::string>(&opened)) {
+    diag::error(message(Msg::usage_hint, {{"error", *why}}));
+    return exit_code::usage;
+  }
+  EntryStore& store = *std::get<std::unique_ptr<EntryStore>>(opened);
+  if (o.cache.list || o.cache.drop || o.cache.gc) return admin(o, store);
+  return serve_or_build(o, store, cache_dir);
 }
 
 } // namespace bufferlock

@@ -30,8 +30,12 @@ constexpr int read_attempts = 3; // an entry replaced while it is read is read a
 
 } // namespace
 
+constexpr StoreMessages redis_messages{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                                       Msg::cache_redis_store_failed,  Msg::cache_redis_list_failed,
+                                       Msg::cache_redis_drop_failed,   Msg::cache_http_cannot_list};
+
 RedisStore::RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after)
-    : settings_(settings), expire_after_(expire_after) {}
+    : EntryStore(redis_messages), settings_(settings), expire_after_(expire_after) {}
 
 std::string RedisStore::entry_key(std::string_view key, const Inputs& inputs) const {
   std::string k = "{";
@@ -324,12 +328,6 @@ public:
     if (parts_sent() > 0 && !published() && !error()) store_.call({"DEL", temp_key_});
   }
 
-  std::optional<CachedEntry> entry() override {
-    Lookup l = store_.lookup(header().key, header().address());
-    if (l.state == LookupState::found) return std::move(l.entry);
-    fail(SysError{store_.server(), l.why.empty() ? "the new entry is gone" : l.why});
-    return std::nullopt;
-  }
 
 private:
   bool send_part(std::string& part) override {
@@ -376,13 +374,9 @@ private:
 
 } // namespace
 
-std::variant<std::unique_ptr<EntryBuild>, SysError> RedisStore::begin_build(std::string_view key,
-                                                                            const Inputs& inputs,
-                                                                            std::int64_t created_ns,
-                                                                            const BuildContents& what) const {
-  auto b = std::make_unique<RedisBuild>(*this, key, inputs, created_ns, what);
-  if (auto e = b->start()) return *e;
-  return std::unique_ptr<EntryBuild>(std::move(b));
+BuildOrError RedisStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const {
+  return start_build<RedisBuild>(*this, key, inputs, created_ns, what);
 }
 
 } // namespace bufferlock

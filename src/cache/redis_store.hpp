@@ -31,7 +31,14 @@ public:
   // `expire_after`: max-age + stale (entries without --max-age never expire).
   RedisStore(const RedisSettings& settings, std::optional<Nanos> expire_after);
 
-  bool remote() const override { return true; }
+  std::string_view name() const override { return "redis"; }
+  std::string location() const override { return server(); }
+  // Bytes cost the server's memory and the network: always compressed, and
+  // --max-entry's default applies.
+  bool compresses(bool) const override { return true; }
+  bool limits_entries() const override { return true; }
+  // Entries expire by their time to live: nothing to do, nothing said.
+  std::variant<GcCounts, SysError> gc(const GcPolicy&) const override { return GcCounts{}; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;
@@ -39,10 +46,8 @@ public:
   Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override;
   void after_fork() const override;
 
   // The server's address, password redacted.

@@ -1,13 +1,10 @@
-// Where entries live (EntryStore, EntryBuild: one interface for the recipe),
-// and the file store: one cache directory where entries are looked up,
-// served, built and published atomically, dropped, and garbage-collected.
+// Where entries live: EntryStore and EntryBuild, the one interface the
+// recipe uses, and what every store shares (entry naming, the newest
+// readable entry, listed entries, over-size selection, -v removal lines).
 #pragma once
 
-#include "cache/compress.hpp"
-#include "cache/entry.hpp"
-#include "cache/sign.hpp"
-#include "util/checksum.hpp"
-#include "util/fd.hpp"
+#include "cache/entry_file.hpp"
+#include "messages.hpp"
 #include "util/files.hpp"
 
 #include <functional>
@@ -19,13 +16,6 @@
 #include <vector>
 
 namespace bufferlock {
-
-// An entry file, open and verified.
-struct CachedEntry {
-  UniqueFd fd;
-  EntryHeader header;
-  std::string bytes; // the whole file, when verifying it took one read; else empty
-};
 
 // unreadable: the store could not be asked (a Redis error); a miss, with a warning.
 enum class LookupState { missing, found, corrupt, unreadable };
@@ -52,6 +42,11 @@ ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored);
 // The name of the entry of `key` at `address` in a cache directory and on an
 // HTTP server: <md5 of KEY>.entry, or <md5 of KEY>.<address hex>.entry.
 std::string entry_file_name(std::string_view key, const Inputs& address);
+
+// Whether `name` has entry_file_name's form (<32 hex>.entry or
+// <32 hex>.<32 hex>.entry): with `stem` (the md5 of a KEY), one of that
+// KEY's entries at any address.
+bool is_entry_file_name(std::string_view name, std::string_view stem = {});
 
 // An entry that --stale-if-error might serve: its header, and where it lies
 // (a file name, an object name, a Redis key).
@@ -85,6 +80,28 @@ struct BuildContents {
 struct GcCounts {
   int entries_removed = 0;
   int temps_removed = 0;
+};
+
+// What --gc asks of a store: entries older than max_age go, then the oldest
+// until the rest add up to max_size. (The place for a rule by last use.)
+struct GcPolicy {
+  std::optional<Nanos> max_age;
+  std::optional<std::uint64_t> max_size;
+  std::int64_t now_ns = 0;
+};
+
+// How a store's failures are said (messages.hpp). Each is given the
+// values key, path and server (the store's place: SysError::path or
+// where()) and error, and uses those it names.
+struct StoreMessages {
+  Msg corrupt;     // an entry found corrupt: rebuilt
+  Msg unreadable;  // the store could not be read: a miss
+  Msg not_stored;  // a build's output not stored
+  Msg list_failed; // --list, --gc
+  Msg drop_failed; // --drop
+  // --list, --drop or --gc on a store that answered but cannot list
+  // (SysError::refused): a usage error.
+  Msg cannot_list;
 };
 
 // One entry file found by its name, for --gc --max-size.
@@ -130,13 +147,27 @@ public:
   virtual const EntryHeader& header() const = 0;
 };
 
-// A store of entries: the cache directory, or a Redis server. Its errors are
-// SysErrors whose `path` is the entry's path, or the Redis server's address
-// when remote().
+// A build begun, or why it could not begin.
+using BuildOrError = std::variant<std::unique_ptr<EntryBuild>, SysError>;
+
+// A store of entries: the cache directory, a Redis server, an HTTP server
+// (made by open_store, cache/open_store.hpp). Its errors are SysErrors whose
+// `path` is the entry's path, or the server's address.
 class EntryStore {
 public:
+  explicit EntryStore(const StoreMessages& messages) : messages_(messages) {}
   virtual ~EntryStore() = default;
-  virtual bool remote() const = 0;
+  // Its name in --list --json ("file", "redis", "http").
+  virtual std::string_view name() const = 0;
+  // The directory or the server (password hidden), for messages.
+  virtual std::string location() const = 0;
+  const StoreMessages& messages() const { return messages_; }
+  // Whether stdout and stderr are stored compressed, `asked` the --compress
+  // option: where bytes cost memory and network, always.
+  virtual bool compresses(bool asked) const { return asked; }
+  // Whether --max-entry's default applies when it is not given (a store
+  // whose memory holds the entries); else the store has a limit only when given.
+  virtual bool limits_entries() const { return false; }
   // Where the entry of `key` at `address` (entry_address: the inputs and
   // the --output list) lives, for messages.
   virtual std::string where(std::string_view key, const Inputs& address) const = 0;
@@ -161,16 +192,18 @@ public:
   virtual std::variant<std::vector<ListedEntry>, SysError> list_entries() const = 0;
   // `inputs`: the digest of the dependencies as they are now (before the
   // build); the entry is filed at entry_address(inputs, what.outputs).
-  virtual std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                          const Inputs& inputs,
-                                                                          std::int64_t created_ns,
-                                                                          const BuildContents& what) const = 0;
+  virtual BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const = 0;
+  // --gc: removes what `policy` says, and what is no entry (corrupt
+  // entries, leftovers of builds that ended); -v says what went. The error
+  // of a store that could not be listed.
+  virtual std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const = 0;
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
 
   // --sign-key: entries are signed when written, and served only when their
   // tag checks (else a miss, "corrupt"). Null: neither.
-  void sign_with(const EntrySigner* signer) { signer_ = signer; }
+  virtual void sign_with(const EntrySigner* signer) { signer_ = signer; }
   const EntrySigner* signer() const { return signer_; }
 
   // A run warns once that a remote store failed it: a lookup that could
@@ -179,151 +212,9 @@ public:
   bool noted_unreadable() const { return unreadable_; }
 
 protected:
+  StoreMessages messages_;
   const EntrySigner* signer_ = nullptr;
   mutable bool unreadable_ = false;
-};
-
-class CacheStore final : public EntryStore {
-public:
-  explicit CacheStore(std::string dir) : dir_(std::move(dir)) {}
-
-  const std::string& dir() const { return dir_; }
-
-  bool remote() const override { return false; }
-  std::string where(std::string_view key, const Inputs& inputs) const override {
-    return entry_path(key, inputs);
-  }
-
-  // Creates the directory with its parents, the last component 0700; an
-  // error too when it is there but cannot be written.
-  std::optional<SysError> prepare() const override;
-
-  // DIR/<md5 of key>.entry without an address, DIR/<md5 of key>.<address hex>.entry with.
-  std::string entry_path(std::string_view key, const Inputs& address = std::nullopt) const;
-
-  // Opens and fully verifies the entry of `key` at `address`.
-  Lookup lookup(std::string_view key, const Inputs& address = std::nullopt) const override;
-  Lookup peek(std::string_view key, const Inputs& address) const override;
-  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
-
-  // Removes every entry of `key`; absent is fine.
-  std::optional<SysError> drop(std::string_view key) const override;
-
-  // Every entry whose header and size are sound, in no particular order
-  // (payloads are not read, so not verified).
-  std::vector<ListedEntry> list() const;
-  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override { return list(); }
-
-  std::variant<std::unique_ptr<EntryBuild>, SysError> begin_build(std::string_view key,
-                                                                  const Inputs& inputs,
-                                                                  std::int64_t created_ns,
-                                                                  const BuildContents& what) const override;
-
-  // --gc --max-size: removes the oldest entries until the entry files add
-  // up to at most `max_size` bytes; how many it removed.
-  int trim(std::uint64_t max_size) const;
-
-  // Removes corrupt entries, entries older than max_age (when given), and
-  // temporary files whose builder is gone (a builder holds a lock on its
-  // temporary file, so a running build's file is never removed).
-  GcCounts gc(std::optional<Nanos> max_age, std::int64_t now_ns) const;
-
-private:
-  // The names of the entry files of `key` (any inputs).
-  std::vector<std::string> names_of(std::string_view key) const;
-
-  std::string dir_;
-};
-
-// Verifies an open entry file: size, header, key (when `key` is given), and
-// both checksums. nullopt, with `why`, when it is not a sound entry.
-// With `whole_file`, a file small enough to be read at once is left there.
-// With `signer`, its tag is checked too, in the same pass over the body.
-std::optional<EntryHeader> verify_entry(int fd, const std::string* key, std::string& why,
-                                        std::string* whole_file = nullptr, const EntrySigner* signer = nullptr);
-
-// Writes the stored stdout of an entry to `out_fd`, zero-copy (sendfile)
-// where the kernel can, decompressed block by block when it is compressed.
-// False when `out_fd` stopped taking data (a closed pipe) or a block is bad.
-bool serve_entry(const CachedEntry& e, int out_fd);
-
-// The same for the stored stderr (--keep-stderr); nothing when there is none.
-bool serve_entry_stderr(const CachedEntry& e, int err_fd);
-
-// Builds an entry in a temporary file of the cache directory, then publishes
-// it by rename(2): readers see the old entry or the whole new one.
-class EntryWriter {
-public:
-  // `inputs`: the digest of the dependencies as they are now (before the
-  // build). With inputs or outputs the entry is format version 3; else
-  // with KeepStderr::yes version 2; else version 1 (older binaries read it).
-  static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
-                                                    std::int64_t created_ns,
-                                                    const Inputs& inputs = std::nullopt,
-                                                    const BuildContents& what = {});
-  EntryWriter(EntryWriter&&) noexcept = default;
-  EntryWriter& operator=(EntryWriter&&) noexcept = default;
-  ~EntryWriter();
-
-  // Appends payload bytes. After the first failure (disk full, file size
-  // limit, ...) it stops writing, removes the temporary file and returns
-  // false; error() says why.
-  bool append(const char* data, std::size_t len);
-  // Appends stderr bytes (held apart until publish(); ignored without
-  // KeepStderr::yes). Fails like append().
-  bool append_stderr(const char* data, std::size_t len);
-  // Appends bytes of the outputs archive, behind stderr (the first call
-  // completes stdout and stderr). Fails like append().
-  bool append_outputs(const char* data, std::size_t len);
-
-  // Completes the file and renames it into place. Afterwards entry() serves
-  // it. Past --max-entry it publishes nothing (and is no error).
-  std::optional<SysError> publish();
-
-  const std::optional<SysError>& error() const { return error_; }
-  // The output outgrew --max-entry: the temporary file is gone.
-  bool too_large() const { return too_large_; }
-  // The stored bytes so far, counted past --max-entry too.
-  std::uint64_t stored_size() const { return stored_; }
-  // The entry's header, complete once published.
-  const EntryHeader& header() const { return header_; }
-  // The published entry, readable through the writer's descriptor.
-  CachedEntry entry();
-
-private:
-  EntryWriter() = default;
-  void fail(int err);
-  // Counts stored bytes; false once past --max-entry (then only counting).
-  bool count(std::uint64_t len);
-  bool copy_behind(int src, std::uint64_t len);
-  // Completes stdout (compression) and puts the held stderr behind it; once.
-  bool end_streams();
-  // Writes body bytes, hashing them; false (with fail()) when it could not.
-  bool write_body(const char* data, std::size_t len);
-  // Stored bytes (raw, or compressed blocks) of stdout / held stderr.
-  bool store_stdout(const char* data, std::size_t len);
-  bool store_stderr(const char* data, std::size_t len);
-  // The stdout and stderr compressors (--compress); the second is null
-  // without KeepStderr::yes. A writer is not moved once it took data.
-  std::pair<BlockCompressor*, BlockCompressor*> compressors();
-  // Completes the compressed streams, noting what they became in the header.
-  bool finish_compression();
-
-  std::string temp_path_;
-  std::string final_path_;
-  EntryHeader header_;
-  UniqueFd fd_;
-  UniqueFd stderr_fd_; // --keep-stderr: the stderr so far, in an unnamed file
-  Checksum payload_hash_;
-  std::unique_ptr<EntryMac> mac_; // --sign-key: the tag so far
-  std::unique_ptr<BlockCompressor> stdout_z_, stderr_z_; // --compress
-  std::optional<SysError> error_;
-  bool streams_ended_ = false;
-  std::optional<std::uint64_t> max_entry_;
-  bool keep_stderr_ = false;
-  std::uint64_t stored_ = 0;
-  bool too_large_ = false;
-  bool published_ = false;
 };
 
 } // namespace bufferlock

@@ -11,7 +11,7 @@ namespace bufferlock {
 
 StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs,
                              std::int64_t created_ns, const BuildContents& what, std::size_t part_size)
-    : part_size_(part_size), max_entry_(what.max_entry) {
+    : store_(store), part_size_(part_size), max_entry_(what.max_entry) {
   header_.created_ns = created_ns;
   header_.key = std::string(key);
   header_.inputs = inputs;
@@ -33,9 +33,21 @@ std::optional<SysError> StreamedBuild::start() {
       stderr_z_ = std::make_unique<BlockCompressor>([this](const char* d, std::size_t n) { return store_stderr(d, n); });
   }
   if (!keep_stderr_) return std::nullopt;
-  stderr_fd_ = anonymous_file(part_size_ + 1);
-  if (!stderr_fd_) return SysError{"a temporary file", errno_text(errno)};
+  stderr_fd_ = hold_file(stderr_name_);
+  if (!stderr_fd_) return SysError{stderr_name_, errno_text(errno)};
   return std::nullopt;
+}
+
+std::optional<CachedEntry> StreamedBuild::entry() {
+  Lookup l = store_.lookup(header_.key, header_.address());
+  if (l.state == LookupState::found) return std::move(l.entry);
+  fail(SysError{store_.location(), l.why.empty() ? "the new entry is gone" : l.why});
+  return std::nullopt;
+}
+
+UniqueFd StreamedBuild::hold_file(std::string& name) {
+  name = "a temporary file";
+  return anonymous_file(part_size_ + 1);
 }
 
 // Past --max-entry, append() and the rest go on taking bytes, to count them.
@@ -75,7 +87,7 @@ bool StreamedBuild::store_stderr(const char* data, std::size_t len) {
   if (error_) return false;
   if (!count(len)) return true;
   if (!write_all(stderr_fd_.get(), data, len)) {
-    error_ = SysError{"a temporary file", errno_text(errno)};
+    error_ = SysError{stderr_name_, errno_text(errno)};
     return false;
   }
   header_.stderr_len += len;
@@ -135,7 +147,7 @@ bool StreamedBuild::send_behind(int src, std::uint64_t len) {
     const std::size_t old = pending_.size();
     pending_.resize(old + take);
     if (!pread_all(src, pending_.data() + old, take, static_cast<off_t>(at))) {
-      error_ = SysError{"a temporary file", errno_text(errno)};
+      error_ = SysError{stderr_name_, errno_text(errno)};
       return false;
     }
     hash_.update(pending_.data() + old, take);

@@ -1,13 +1,18 @@
-// A build on its way into a remote store (Redis, HTTP): the entry's bytes
-// (cache/entry.hpp) made as the output comes, in parts of a bounded size
-// that a sink sends on, then a header and a trailer once everything is
-// known. What the remote stores share: compression, the signature, the
-// stderr held until stdout is complete, the outputs archive, --max-entry.
+// A build on its way into a store: the entry's bytes (cache/entry.hpp) made
+// as the output comes, in parts of a bounded size that a sink sends on (to
+// a temporary file, a Redis key, an upload), then a header and a trailer
+// once everything is known. The one encoder of entries: compression, the
+// signature, the stderr held until stdout is complete, the outputs
+// archive, --max-entry.
 #pragma once
 
+#include "cache/compress.hpp"
 #include "cache/store.hpp"
+#include "util/checksum.hpp"
 
 #include <memory>
+#include <utility>
+#include <variant>
 #include <optional>
 #include <string>
 
@@ -21,8 +26,13 @@ public:
   StreamedBuild(const EntryStore& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                 const BuildContents& what, std::size_t part_size);
 
-  // Prepares the stderr file; an error when it cannot be made.
-  std::optional<SysError> start();
+  // Prepares the stderr file (and whatever the sink needs first); an error
+  // when it cannot be made.
+  virtual std::optional<SysError> start();
+
+  // The published entry, read back from its store (a remote store's: the
+  // build kept no copy); nullopt, with error(), when it cannot be.
+  std::optional<CachedEntry> entry() override;
 
   bool append(const char* data, std::size_t len) final;
   bool append_stderr(const char* data, std::size_t len) final;
@@ -43,6 +53,9 @@ protected:
                                          const std::string& trailer) = 0;
   // The output outgrew --max-entry: removes whatever was sent.
   virtual void abandon() = 0;
+  // The unnamed file that holds stderr until stdout is complete, and the
+  // name its errors are said with.
+  virtual UniqueFd hold_file(std::string& name);
 
   void fail(SysError e) { error_ = std::move(e); }
   bool published() const { return published_; }
@@ -64,6 +77,7 @@ private:
   // Hands the sink a full part.
   bool flush();
 
+  const EntryStore& store_;
   std::size_t part_size_;
   std::optional<std::uint64_t> max_entry_;
   EntryHeader header_;
@@ -75,10 +89,19 @@ private:
   std::uint64_t body_ = 0;                               // stored bytes so far, counted past --max-entry too
   bool keep_stderr_ = false;
   UniqueFd stderr_fd_;  // --keep-stderr: held until stdout is complete
+  std::string stderr_name_; // its name in errors
   std::optional<SysError> error_;
   bool too_large_ = false;
   bool streams_ended_ = false;
   bool published_ = false;
 };
+
+// A build of type Build made with `args` and started: begin_build's answer.
+template <class Build, class... Args>
+BuildOrError start_build(Args&&... args) {
+  auto b = std::make_unique<Build>(std::forward<Args>(args)...);
+  if (auto e = b->start()) return *e;
+  return std::unique_ptr<EntryBuild>(std::move(b));
+}
 
 } // namespace bufferlock

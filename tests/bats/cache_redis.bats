@@ -240,6 +240,19 @@ EOF
     assert_no_key_without_ttl REDIS
 }
 
+@test "a Redis that failed a read is down for the run: the build runs, one warning, nothing sent to it" {
+    # HMGET renamed away: every read of an entry fails, while the scripts
+    # that write one (HLEN, HSET, RENAME) would still run.
+    start_redis_as NR --rename-command HMGET '' || fail "could not start redis-server"
+    run --separate-stderr blc --store redis -r "$NR_URL" "$K" "$COUNTED" 0 built
+    assert_success
+    assert_output built
+    assert_one_bufferlock_line "cannot read the cache entry of '$K'" "$NR_URL" "rebuilding"
+    assert_runs 1
+    assert_equal "$(rcli_to NR EXISTS "$(ekey "$K")")" 0
+    assert_equal "$(rcli_to NR --scan --pattern '*:tmp:*')" ""
+}
+
 @test "--drop and --list on a Redis that is down: one error naming Redis and the server" {
     local url
     url=redis://127.0.0.1:$(free_port)/0

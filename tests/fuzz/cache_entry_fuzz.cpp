@@ -1,10 +1,10 @@
 // The cache entry decoder, file form (src/cache/entry.*, verify_entry in
-// src/cache/store.cpp): the input is an entry file (in a memfd), verified as
+// src/cache/entry_file.cpp): the input is an entry file (in a memfd), verified as
 // a lookup does, once without and once with the key it names. A file that
 // passes is exactly what the encoder writes for its header, and is served
 // whole.
 #include "cache/entry.hpp"
-#include "cache/store.hpp"
+#include "cache/entry_file.hpp"
 #include "fuzz.hpp"
 
 #include <sys/mman.h>

@@ -3,7 +3,7 @@
 // bytes: the tests hand-make hostile archives), framed by the program's own
 // EntryWriter. Prints the header size and the body length, which a test
 // needs to load the same bytes into a Redis hash (h, 0, t).
-#include "cache/store.hpp"
+#include "cache/file_store.hpp"
 #include "util/clock.hpp"
 
 #include <cstdio>

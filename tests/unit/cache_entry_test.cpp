@@ -2,7 +2,7 @@
 #include "cache/depends.hpp"
 #include "cache/entry.hpp"
 #include "cache/sign.hpp"
-#include "cache/store.hpp"
+#include "cache/file_store.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

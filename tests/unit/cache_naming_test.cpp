@@ -13,6 +13,21 @@ TEST(EntryFileName, IsTheKeysMd5ThenTheAddress) {
             "900150983cd24fb0d6963f7d28e17f72.0123456789abcdeffedcba9876543210.entry");
 }
 
+// What the file and http stores take for an entry's name: entry_file_name's
+// form alone, of any KEY or of one (its md5 as the stem).
+TEST(EntryFileName, IsRecognisedByItsFormAlone) {
+  const Digest128 d{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  EXPECT_TRUE(is_entry_file_name(entry_file_name("abc", std::nullopt)));
+  EXPECT_TRUE(is_entry_file_name(entry_file_name("abc", d)));
+  EXPECT_TRUE(is_entry_file_name(entry_file_name("abc", d), "900150983cd24fb0d6963f7d28e17f72"));
+  EXPECT_FALSE(is_entry_file_name(entry_file_name("abd", d), "900150983cd24fb0d6963f7d28e17f72"));
+  EXPECT_FALSE(is_entry_file_name("900150983cd24fb0d6963f7d28e17f7.entry"));
+  EXPECT_FALSE(is_entry_file_name("900150983cd24fb0d6963f7d28e17f72.0123456789abcdeffedcba987654321x.entry"));
+  EXPECT_FALSE(is_entry_file_name("900150983cd24fb0d6963f7d28e17f72-0123456789abcdeffedcba9876543210.entry"));
+  EXPECT_FALSE(is_entry_file_name("900150983cd24fb0d6963f7d28e17f72.entry.tmp"));
+  EXPECT_FALSE(is_entry_file_name("x.entry"));
+}
+
 namespace {
 
 StaleCandidate candidate(std::string key, std::int64_t created, std::string name,

@@ -1,0 +1,146 @@
+#include "cache/open_store.hpp"
+
+#include "cache/file_store.hpp"
+#include "cache/http_store.hpp"
+#include "cache/redis_store.hpp" // RedisSettings, and (today, through it) CacheSettings
+#include "run/command.hpp"
+#include "util/files.hpp"
+
+#include <string_view>
+
+namespace bufferlock {
+
+namespace {
+
+// What a store is made from.
+struct StoreRequest {
+  const CacheSettings& cache;
+  const RedisSettings& redis;
+  const std::string& cache_dir;
+};
+
+using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
+
+Opened open_file(const StoreRequest& r) { return std::make_unique<CacheStore>(r.cache_dir); }
+
+Opened open_redis(const StoreRequest& r) {
+  // Entries live for max-age + stale (without --max-age, for ever).
+  std::optional<Nanos> expire_after = r.cache.max_age;
+  if (expire_after && r.cache.stale) *expire_after += *r.cache.stale;
+  return std::make_unique<RedisStore>(r.redis, expire_after);
+}
+
+Opened open_http(const StoreRequest& r) {
+  HttpSettings s;
+  s.ca_file = r.redis.tls.ca;
+  s.timeout = r.cache.store_timeout;
+  s.while_waiting = while_sink_waits; // a slow upload keeps signals and renewals on time
+  if (!r.cache.store_token_file.empty()) {
+    auto read = read_secret_file(r.cache.store_token_file);
+    if (read.index() == 1)
+      return message(Msg::usage_store_token_file, {{"path", r.cache.store_token_file}, {"error", std::get<1>(read)}});
+    s.token = std::get<0>(std::move(read));
+    while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
+      s.token.pop_back();
+  }
+  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s));
+}
+
+// The stores, by the scheme of --store.
+struct Scheme {
+  std::string_view scheme;
+  Opened (*open)(const StoreRequest&);
+};
+constexpr Scheme schemes[] = {
+    {"file", open_file},
+    {"redis", open_redis},
+    {"http", open_http},
+    {"https", open_http},
+};
+
+std::string_view scheme_of(const CacheSettings& c) {
+  switch (c.store) {
+  case CacheStoreKind::redis: return "redis";
+  case CacheStoreKind::http: return c.store_url.tls ? "https" : "http";
+  case CacheStoreKind::file: break;
+  }
+  return "file";
+}
+
+// A store that failed a read (no answer, a stall, an error of the server)
+// is down for the rest of the run, as Gradle's remote cache is: a dead
+// server costs a caller one timeout, not one a request. Its later reads
+// are misses and its builds store nothing, all for the first reason.
+class DownForRun final : public EntryStore {
+public:
+  explicit DownForRun(std::unique_ptr<EntryStore> store)
+      : EntryStore(store->messages()), store_(std::move(store)) {}
+
+  std::string_view name() const override { return store_->name(); }
+  std::string location() const override { return store_->location(); }
+  bool compresses(bool asked) const override { return store_->compresses(asked); }
+  bool limits_entries() const override { return store_->limits_entries(); }
+  std::string where(std::string_view key, const Inputs& address) const override {
+    return store_->where(key, address);
+  }
+  std::optional<SysError> prepare() const override { return store_->prepare(); }
+  std::uint64_t stored_size(const EntryHeader& h) const override { return store_->stored_size(h); }
+  Lookup lookup(std::string_view key, const Inputs& address) const override {
+    if (down_) return down();
+    return noted(store_->lookup(key, address));
+  }
+  Lookup peek(std::string_view key, const Inputs& address) const override {
+    if (down_) return down();
+    return noted(store_->peek(key, address));
+  }
+  // A store that cannot list (--stale-if-error's search) may still store.
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override {
+    if (down_) return down();
+    return store_->newest(key, outputs);
+  }
+  std::optional<SysError> drop(std::string_view key) const override { return store_->drop(key); }
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override {
+    return store_->list_entries();
+  }
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                         const BuildContents& what) const override {
+    if (down_) return SysError{store_->location(), *down_};
+    return store_->begin_build(key, inputs, created_ns, what);
+  }
+  std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override { return store_->gc(policy); }
+  void after_fork() const override { store_->after_fork(); }
+  void sign_with(const EntrySigner* signer) override {
+    signer_ = signer;
+    store_->sign_with(signer);
+  }
+
+private:
+  Lookup down() const { return {LookupState::unreadable, {}, *down_}; }
+  Lookup noted(Lookup l) const {
+    if (l.state == LookupState::unreadable) down_ = l.why;
+    return l;
+  }
+
+  std::unique_ptr<EntryStore> store_;
+  mutable std::optional<std::string> down_;
+};
+
+} // namespace
+
+std::variant<std::unique_ptr<EntryStore>, std::string> open_store(const CacheSettings& cache,
+                                                                   const RedisSettings& redis,
+                                                                   const std::string& cache_dir) {
+  const std::string_view scheme = scheme_of(cache);
+  for (const Scheme& s : schemes) {
+    if (s.scheme != scheme) continue;
+    Opened made = s.open(StoreRequest{cache, redis, cache_dir});
+    if (auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made))
+      return std::make_unique<DownForRun>(std::move(*store));
+    return made;
+  }
+  return std::make_unique<DownForRun>(std::make_unique<CacheStore>(cache_dir));
+}
+
+std::optional<SysError> prepare_cache_dir(const std::string& dir) { return CacheStore(dir).prepare(); }
+
+} // namespace bufferlock
