@@ -22,6 +22,7 @@
 #include "cache/exclude.hpp"
 #include "http/url.hpp"
 #include "redis/url.hpp"
+#include "s3/url.hpp"
 #include "help.hpp"
 #include "lock/lease.hpp"
 #include "messages.hpp"
@@ -237,14 +238,14 @@ constexpr std::array<OptionDecl, 55> option_table = {{
      "without the lock and stores nothing",
      "", "BUFFERLOCK_CACHE_READ_ONLY", Scope::cache},
     {Opt::store, "--store", "file|redis|URL", g_cache,
-     "where entries live: the cache directory, the Redis server, or an HTTP server (http[s]://HOST[:PORT]/PATH, "
-     "PUT, GET, DELETE; PROPFIND to list)",
+     "where entries live: the cache directory, the Redis server, an HTTP server (http[s]://HOST[:PORT]/PATH, "
+     "PUT, GET, DELETE; PROPFIND to list), or an S3 bucket (s3://BUCKET/PREFIX)",
      "file", "BUFFERLOCK_CACHE_STORE", Scope::cache},
     {Opt::store_token_file, "--store-token-file", "FILE", g_cache,
      "http store: send FILE's token as \"Authorization: Bearer\" (FILE: its owner's alone)", "",
      "BUFFERLOCK_STORE_TOKEN_FILE", Scope::cache},
     {Opt::store_timeout, "--store-timeout", "SECONDS", g_cache,
-     "http store: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
+     "http and s3 stores: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
      "BUFFERLOCK_STORE_TIMEOUT", Scope::cache},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "every store: a larger output is served but not stored (suffix K, M or G)",
@@ -686,7 +687,9 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
 }
 
 bool https_store(const Options& o) {
-  return o.command == Command::cache && o.cache.store == CacheStoreKind::http && o.cache.store_url.tls;
+  // An S3 endpoint (from the environment) may be https too.
+  return o.command == Command::cache && ((o.cache.store == CacheStoreKind::http && o.cache.store_url.tls) ||
+                                         o.cache.store == CacheStoreKind::s3);
 }
 
 bool given(const Parsed& p, Opt id) {
@@ -833,20 +836,27 @@ void choose_store(Parsed& p, const EnvLookup& getenv) {
         usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", redact_url(store)}, {"error", *why}});
       c.store = CacheStoreKind::http;
       c.store_url = std::get<StoreUrl>(std::move(url));
+    } else if (s3::is_s3_store(store)) {
+      auto where = s3::parse_s3_url(store);
+      if (auto* why = std::get_if<std::string>(&where))
+        usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", store}, {"error", *why}});
+      c.store = CacheStoreKind::s3;
+      c.store_s3 = std::string(store);
     } else if (store != "file") {
       usage(Msg::usage_bad_store, {{"option", typed}, {"value", redact_url(store)}});
     }
   }
   if (c.store != CacheStoreKind::http) {
+    // An s3:// store takes --store-timeout (and --tls-ca), not a token.
     for (const Opt id : {Opt::store_token_file, Opt::store_timeout})
-      if (given(p, id))
+      if (given(p, id) && !(c.store == CacheStoreKind::s3 && id == Opt::store_timeout))
         usage(Msg::usage_option_needs,
               {{"option", long_name(decl_of(id))}, {"value", "an http:// or https:// --store"}});
-    return;
+    if (c.store != CacheStoreKind::s3) return;
   }
   for (const Opt id : {Opt::store_token_file, Opt::store_timeout, Opt::tls_ca}) {
     const OptionDecl& d = decl_of(id);
-    if (given(p, id)) continue;
+    if (given(p, id) || (c.store == CacheStoreKind::s3 && id == Opt::store_token_file)) continue;
     const std::string name(d.env);
     if (const char* v = env_value(getenv, name.c_str())) apply(p, d, name, v);
   }

@@ -23,7 +23,7 @@ namespace bufferlock {
 enum class Command { run, cache, status, acquire, release, extend, list, help, version, list_messages };
 enum class Backend { file, redis };
 enum class OnLost { warn, term };
-enum class CacheStoreKind { file, redis, http };
+enum class CacheStoreKind { file, redis, http, s3 };
 
 struct RedisSettings {
   RedisUrl url;
@@ -76,6 +76,7 @@ struct CacheSettings {
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   StoreUrl store_url;                            // --store http(s)://...
+  std::string store_s3;                          // --store s3://BUCKET/PREFIX, as given
   std::string store_token_file;                  // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
   Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall
   std::uint64_t max_entry = 64ull * 1024 * 1024; // larger outputs are not stored (the default: Redis only)
