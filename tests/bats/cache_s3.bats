@@ -60,3 +60,126 @@ s3_uploads() {
     assert_output "$first"
     assert_runs 1
 }
+
+@test "no credentials at all: 64, one line naming where they were looked for; a missing profile or secret names it" {
+    unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+    run --separate-stderr bls "$K" "$COUNTED"
+    assert_failure 64
+    assert_output ''
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "^bufferlock: cannot use the S3 store $S3_STORE: no S3 credentials: AWS_ACCESS_KEY_ID is not set and there is no $T/aws-credentials"
+    AWS_PROFILE=ci run --separate-stderr bls "$K" "$COUNTED"
+    assert_failure 64
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "AWS_PROFILE is ci, but there is no $T/aws-credentials"
+    AWS_ACCESS_KEY_ID=AKIDONLY run --separate-stderr bls "$K" "$COUNTED"
+    assert_failure 64
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" 'AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not'
+    BUFFERLOCK_CACHE_STORE=s3://Bad_Bucket/x run --separate-stderr "$BL" cache --cache-dir "$C" "$K" "$COUNTED"
+    assert_failure 64
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "^bufferlock: invalid BUFFERLOCK_CACHE_STORE 's3://Bad_Bucket/x': "
+    run --separate-stderr bls --store-token-file /dev/null "$K" "$COUNTED"
+    assert_failure 64
+    assert_regex "$stderr" '^bufferlock: --store-token-file needs an http'
+    assert_runs 0
+}
+
+@test "credentials from the AWS_PROFILE section of the shared credentials file, the store from BUFFERLOCK_CACHE_STORE; -v names the source, never a secret" {
+    unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+    printf '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = nothing\n[ci]\naws_access_key_id = %s\naws_secret_access_key = %s\naws_session_token = tok-secret-8c1f\n' \
+        "$S3_KEY_ID" "$S3_SECRET" >"$T/aws-credentials"
+    export AWS_PROFILE=ci BUFFERLOCK_CACHE_STORE=$S3_STORE
+    run --separate-stderr "$BL" cache -v --cache-dir "$C" "$K" "$COUNTED"
+    assert_success
+    assert_regex "$stderr" "credentials from profile ci of $T/aws-credentials, region us-east-1, endpoint $S3_ENDPOINT"
+    [[ $stderr != *"$S3_SECRET"* && $stderr != *tok-secret* ]] || fail "a secret in -v: $stderr"
+    assert_equal "$(s3_keys)" "$(s3_obj "$K")"
+    run --separate-stderr "$BL" cache --cache-dir "$C" "$K" "$COUNTED"
+    assert_success
+    assert_stderr_empty
+    assert_runs 1
+}
+
+@test "a wrong secret or an unknown key: one warning naming the refusal (never the secret), the output served, no upload tried" {
+    AWS_SECRET_ACCESS_KEY=wrong-secret-5e2a run --separate-stderr bls "$K" "$COUNTED" 0 built
+    assert_success
+    assert_output built
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "^bufferlock: cannot read the cache entry of '$K' \(.*\): HTTP status 403 \(SignatureDoesNotMatch: the secret key is not the key's\); rebuilding it$"
+    [[ $stderr != *wrong-secret* ]] || fail "the secret printed: $stderr"
+    AWS_ACCESS_KEY_ID=NOBODY run --separate-stderr bls "$K" "$COUNTED" 0 built
+    assert_success
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" 'InvalidAccessKeyId'
+    assert_equal "$(s3_keys)" ''
+    assert_runs 2
+}
+
+@test "an output over one part (8 MiB) goes up as a multipart upload while the command runs, completed after it; the hit is whole" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    bls "$K" "$(big_then_gate "$T/20m")" >"$T/out" 2>"$T/err" &
+    local pid=$!
+    track_pid "$pid"
+    poll_until 20 _upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
+    [[ $(s3_keys) == '' ]] || fail "an object before the command ended: $(s3_keys)"
+    open_gate
+    wait "$pid" || fail "the build failed: $(cat "$T/err")"
+    [[ ! -s $T/err ]] || fail "the build warned: $(cat "$T/err")"
+    assert_equal "$(s3_uploads)" ''
+    assert_equal "$(s3_keys)" "$(s3_obj "$K")"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" false
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/out" "$T/hit"
+    assert_runs 1
+}
+
+_upload_under_way() { [[ -n $(s3_uploads) ]]; }
+
+# big_then_gate FILE: a command (its path printed) that counts a run, prints
+# FILE, waits for open_gate, prints "end".
+big_then_gate() {
+    cat >"$T/bin/big" <<SH
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+cat '$1'
+i=0
+while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+echo end
+SH
+    chmod +x "$T/bin/big"
+    printf '%s\n' "$T/bin/big"
+}
+
+@test "a failing command over one part: the multipart upload is aborted, no object and no upload left" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/20m'; exit 3"
+    assert_failure 3
+    assert_stderr_empty
+    assert_same_bytes "$T/20m" "$T/out"
+    assert_equal "$(s3_keys)" ''
+    assert_equal "$(s3_uploads)" ''
+}
+
+@test "INT or TERM during a multipart upload: aborted, exit 128+N, no object and no upload left" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    local sig want pid
+    for sig in INT TERM; do
+        want=130
+        [[ $sig == TERM ]] && want=143
+        rm -f "$T/gate"
+        (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/20m")") \
+            </dev/null >"$T/out" 2>"$T/err" 3>&- &
+        pid=$!
+        track_pid "$pid"
+        poll_until 20 _upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"
+        kill "-$sig" "$pid"
+        wait_for_exit "$pid" 20 || fail "SIG$sig did not end bufferlock"
+        reap "$pid"
+        assert_equal "$REAPED_STATUS" "$want"
+        assert_equal "$(s3_uploads)" ''
+        assert_equal "$(s3_keys)" ''
+    done
+}
