@@ -183,3 +183,107 @@ SH
         assert_equal "$(s3_keys)" ''
     done
 }
+
+@test "--list (text and --json, \"store\": \"s3\") and --drop KEY (every input state) through ListObjectsV2 and DELETE" {
+    printf 'v1\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo one >/dev/null
+    printf 'v2\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo two >/dev/null
+    sleep 1.1
+    bls other echo three >/dev/null
+    printf 'by hand\n' >"$T/hand"
+    aws_s3 s3 cp --only-show-errors "$T/hand" "$S3_STORE/notes.txt"
+    run --separate-stderr bls --list
+    assert_success
+    assert_stderr_empty
+    assert_equal "${#lines[@]}" 3
+    assert_line --regexp "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ - other\$"
+    assert_equal "$(grep -cE "^[0-9]+\.[0-9]{3} [0-9]+ [0-9]+ [0-9a-f]{12} $K\$" <<<"$output")" 2
+    assert_regex "${lines[0]}" " other\$"
+    run --separate-stderr bls --list --json
+    assert_success
+    assert_equal "$(jq -c '[.entries[] | {key, store, inputs: (.inputs != null)}] | sort_by(.key, .inputs)' <<<"$output")" \
+        "[{\"key\":\"$K\",\"store\":\"s3\",\"inputs\":true},{\"key\":\"$K\",\"store\":\"s3\",\"inputs\":true},{\"key\":\"other\",\"store\":\"s3\",\"inputs\":false}]"
+    run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(s3_keys)" "$(printf '%s\n%s\n' "$S3_T/notes.txt" "$(s3_obj other)" | LC_ALL=C sort)"
+    run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_stderr_empty
+}
+
+@test "an object put by hand under the prefix is no entry: not listed, not served (named as an entry: rebuilt, one warning), --gc keeps a foreign name" {
+    printf 'by hand\n' >"$T/hand"
+    aws_s3 s3 cp --only-show-errors "$T/hand" "$S3_STORE/notes.txt"
+    aws_s3 s3 cp --only-show-errors "$T/hand" "$S3_STORE/$(key_md5 "$K").entry"
+    run --separate-stderr bls --list
+    assert_success
+    assert_output ''
+    run --separate-stderr bls "$K" echo built
+    assert_success
+    assert_output built
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "ignoring the cache entry of '$K' .*: not an entry; rebuilding it"
+    run --separate-stderr bls "$K" echo again
+    assert_output built
+    run --separate-stderr bls --gc --max-size 0
+    assert_success
+    assert_equal "$(s3_keys)" "$S3_T/notes.txt"
+}
+
+@test "a listing past 1,000 keys (ListObjectsV2's page): an entry on the second page is listed, dropped and kept apart from the rest" {
+    local i dir="$S3_DIR/data/$S3_BUCKET/$S3_T"
+    mkdir -p "$dir"
+    # Foreign objects whose names sort before any entry's.
+    for ((i = 1; i <= 1100; i++)); do
+        printf x >"$dir/$(printf '000000-%04d' "$i")._S3rver_object"
+    done
+    bls "$K" echo one >/dev/null
+    run --separate-stderr bls --list
+    assert_success
+    assert_stderr_empty
+    assert_regex "$output" " - $K\$"
+    assert_equal "${#lines[@]}" 1
+    run --separate-stderr bls --gc --max-size 1G
+    assert_success
+    run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_equal "$(s3_keys | wc -l)" 1100
+}
+
+@test "--gc --max-size removes the oldest entries until the store is under the size; --max-age the older ones" {
+    head -c 102400 /dev/urandom >"$T/payload"
+    local i
+    for i in 1 2 3; do
+        bls "k$i" cat "$T/payload" >/dev/null || fail "build $i"
+        ((i < 3)) && sleep 1.1
+    done
+    assert_equal "$(s3_keys | wc -l)" 3
+    run --separate-stderr bls --gc --max-size 1G
+    assert_success
+    assert_equal "$(s3_keys | wc -l)" 3
+    run --separate-stderr bls --gc --max-size 150K
+    assert_success
+    assert_equal "$(s3_keys)" "$(s3_obj k3)"
+    sleep 2.2
+    bls young echo young >/dev/null
+    run --separate-stderr bls --gc --max-age 2
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(s3_keys)" "$(s3_obj young)"
+}
+
+@test "--output files and --depends through the S3 store: restored by another cache dir without building" {
+    mkdir -p "$T/w1/dist" "$T/w2"
+    head -c 300000 /dev/urandom >"$T/w1/dist/a.bin"
+    printf 'dep\n' >"$T/dep"
+    (cd "$T/w1" && "$BL" cache --cache-dir "$C" --store "$S3_STORE" --depends "$T/dep" --output dist "$K" "$COUNTED") >/dev/null ||
+        fail "the build failed"
+    run --separate-stderr bash -c 'cd "$0" && "$@"' "$T/w2" "$BL" cache --cache-dir "$T/c2" --store "$S3_STORE" \
+        --depends "$T/dep" --output dist "$K" "$COUNTED"
+    assert_success
+    assert_stderr_empty
+    assert_same_bytes "$T/w1/dist/a.bin" "$T/w2/dist/a.bin"
+    assert_runs 1
+}
