@@ -314,3 +314,33 @@ sleep_until() {
         sleep "$(awk -v d=$(($1 - now)) 'BEGIN { printf "%.3f", d / 1e6 }')"
     fi
 }
+
+# make_mkdist: $MKDIST, the build of the fleet suites.
+make_mkdist() {
+    # mkdist SIZE_KIB [SLEEP]: count a build, sleep, make ./dist: SIZE_KIB of
+    # random bytes (another build never makes the same tree), a few small
+    # files, an executable, a symlink.
+    cat >"$T/bin/mkdist" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+if [ -n "\${2:-}" ]; then sleep "\$2"; fi
+mkdir -p dist/sub
+head -c "\$((\$1 * 1024))" /dev/urandom >dist/big.bin
+for i in 1 2 3 4 5; do echo "file \$i \$\$" >"dist/sub/f\$i.txt"; done
+printf '#!/bin/sh\necho tool\n' >dist/tool.sh
+chmod 755 dist/tool.sh
+ln -s big.bin dist/latest
+echo built
+EOF
+    chmod +x "$T/bin/mkdist"
+    MKDIST="$T/bin/mkdist"
+}
+
+# tree_sum DIR: one digest of DIR's names, types, modes, bytes and link targets.
+tree_sum() {
+    (
+        cd "$1" || exit 1
+        find . -printf '%p %y %m %l\n' | LC_ALL=C sort
+        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+    ) | sha256sum | cut -d' ' -f1
+}
