@@ -1,6 +1,5 @@
 #include "cache/s3_store.hpp"
 
-#include "cache/http_store.hpp" // the object layout: encode_object_footer, object_tail_size
 #include "cache/streamed_build.hpp"
 #include "messages.hpp"
 #include "util/files.hpp"
@@ -10,25 +9,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <unordered_map>
+#include <algorithm>
 
 namespace bufferlock {
 
 namespace {
 
-constexpr std::size_t tail_probe = 64 * 1024;         // the last bytes read for a header
-constexpr std::size_t most_header = 16 * 1024 * 1024; // a larger one is no entry of ours
 constexpr int most_parts = 10000;                     // S3's limit
 
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
 Lookup missing() { return {LookupState::missing, {}, {}}; }
-
-// A range of the last `n` bytes: "-N".
-std::string last_bytes(std::size_t n) {
-  std::string range(1, '-');
-  range += std::to_string(n);
-  return range;
-}
 
 // A build sent as it is made (s3_store.hpp).
 class S3Build final : public StreamedBuild {
@@ -105,12 +95,33 @@ constexpr StoreMessages s3_messages{Msg::cache_redis_entry_corrupt, Msg::cache_r
                                     Msg::cache_s3_store_failed,     Msg::cache_s3_list_failed,
                                     Msg::cache_s3_drop_failed,      Msg::cache_s3_list_failed};
 
+// The ranged GETs of cache/remote_object.hpp: 404, and 403 but for a
+// refused key or signature (an IAM policy without s3:ListBucket answers
+// 403 for a missing key), are misses; an empty object (416) is none.
+class S3Store::Reader final : public ObjectReader {
+public:
+  explicit Reader(const S3Store& store) : store_(store) {}
+  RangeReply get(const std::string& name, std::string& out, std::size_t most, const std::string& range) const override {
+    return reply(store_.client().get(name, out, most, range));
+  }
+  RangeReply get(const std::string& name, int fd, const std::string& range) const override {
+    return reply(store_.client().get(name, fd, range));
+  }
+
+private:
+  static RangeReply reply(const s3::Reply& r) {
+    if (r.missing() || (r.error.empty() && r.status == 403 && !r.refused())) return {LookupState::missing, false, {}};
+    if (r.error.empty() && r.status == 416) return {LookupState::corrupt, false, "not an entry"};
+    if (!r.ok()) return {LookupState::unreadable, false, r.text()};
+    return {LookupState::found, r.status == 206, {}};
+  }
+  const S3Store& store_;
+};
+
 S3Store::S3Store(s3::Settings settings)
     : EntryStore(s3_messages),
       display_("s3://" + settings.location.bucket + "/" + settings.location.prefix),
-      client_(std::move(settings)) {}
-
-std::size_t S3Store::Tail::header_len() const { return size - entry_trailer - object_footer_size; }
+      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)) {}
 
 std::uint64_t S3Store::stored_size(const EntryHeader& h) const { return h.file_size() + object_footer_size; }
 
@@ -123,105 +134,28 @@ std::string S3Store::where(std::string_view key, const Inputs& inputs) const {
 }
 
 Lookup S3Store::lookup(std::string_view key, const Inputs& inputs) const {
-  return read_object(key, object_key(key, inputs));
+  return read_object_entry(reader(), key, object_key(key, inputs), signer_);
 }
 
 Lookup S3Store::peek(std::string_view key, const Inputs& address) const {
-  Tail t;
-  Lookup l = read_tail(object_key(key, address), t);
+  ObjectTail t;
+  Lookup l = read_object_tail(reader(), object_key(key, address), t);
   if (l.state == LookupState::unreadable) return l;
   if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address)) return missing();
   return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
 }
 
-Lookup S3Store::failed_read(const s3::Reply& r) const {
-  if (r.missing() || (r.error.empty() && r.status == 403 && !r.refused())) return missing();
-  if (r.error.empty() && r.status == 416) return {LookupState::corrupt, {}, "not an entry"}; // empty
-  return unreadable(r.text());
-}
-
-Lookup S3Store::read_tail(const std::string& object, Tail& out) const {
-  std::string last;
-  s3::Reply r = client_.get(object, last, tail_probe, last_bytes(tail_probe));
-  if (!r.ok()) return failed_read(r);
-  // 206, or 200 with the whole object: then only one shorter than the probe is whole.
-  if (r.status != 206 && last.size() >= tail_probe) return unreadable("the server does not answer range requests");
-  std::string why;
-  const auto size = object_tail_size(last, why);
-  if (!size) return {LookupState::corrupt, {}, why};
-  if (*size > last.size()) {
-    if (last.size() < tail_probe) return {LookupState::corrupt, {}, "truncated"};
-    if (*size > most_header) return {LookupState::corrupt, {}, "not an entry"};
-    last.clear();
-    r = client_.get(object, last, *size, last_bytes(*size));
-    if (!r.ok()) return failed_read(r);
-    if (last.size() < *size) return {LookupState::corrupt, {}, "truncated"};
-  }
-  out.bytes = std::move(last);
-  out.size = *size;
-  const std::string_view tail = out.tail();
-  const std::string_view head = tail.substr(0, out.header_len());
-  std::uint64_t payload_hash = 0, header_hash = 0;
-  decode_trailer(tail.substr(head.size(), entry_trailer), payload_hash, header_hash);
-  if (checksum(head) != header_hash) return {LookupState::corrupt, {}, "header checksum mismatch"};
-  auto h = decode_header(head, why);
-  if (!h) return {LookupState::corrupt, {}, why};
-  if (h->header_size() != out.header_len()) return {LookupState::corrupt, {}, "header length mismatch"};
-  out.header = std::move(*h);
-  return {LookupState::found, {}, {}};
-}
-
-// The tail first, then the body into an unnamed file behind the header:
-// an entry file, verified there.
-Lookup S3Store::read_object(std::string_view key, const std::string& object) const {
-  const std::string wanted(key);
-  for (int attempt = 0;; ++attempt) {
-    Tail t;
-    Lookup l = read_tail(object, t);
-    if (l.state != LookupState::found) return l;
-    if (t.header.key != wanted) return missing(); // another key with the same MD5
-    const std::string_view tail = t.tail();
-    const std::uint64_t body = t.header.body_len();
-    UniqueFd fd = anonymous_file(t.header.file_size());
-    if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
-    if (!write_all(fd.get(), tail.substr(0, t.header_len())))
-      return unreadable("cannot write a temporary file: " + errno_text(errno));
-    if (t.bytes.size() < tail_probe) {
-      // Shorter than the probe: the whole object is in hand already.
-      const std::string_view got = std::string_view(t.bytes).substr(0, t.bytes.size() - t.size);
-      if (got.size() != body)
-        return {LookupState::corrupt, {}, got.size() < body ? "truncated" : "longer than its header says"};
-      if (!write_all(fd.get(), got)) return unreadable("cannot write a temporary file: " + errno_text(errno));
-    } else if (body > 0) {
-      const s3::Reply r = client_.get(object, fd.get(), "0-" + std::to_string(body - 1));
-      if (!r.ok()) return failed_read(r);
-      if (r.status != 206) return unreadable("the server does not answer range requests");
-    }
-    if (!write_all(fd.get(), tail.substr(t.header_len(), entry_trailer)))
-      return unreadable("cannot write a temporary file: " + errno_text(errno));
-    std::string why, bytes;
-    auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
-    if (verified) return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
-    // The object may have been replaced between the two reads: once, read it again.
-    if (attempt == 0) {
-      Tail again;
-      if (read_tail(object, again).state == LookupState::found && again.tail() != tail) continue;
-    }
-    return {LookupState::corrupt, {}, why};
-  }
-}
-
-std::variant<std::vector<S3Store::Head>, SysError> S3Store::heads(std::string_view start) const {
+std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view start) const {
   const std::string& prefix = client_.settings().location.prefix;
   std::vector<s3::Object> objects;
   const s3::Reply r = client_.list(prefix + std::string(start), objects);
   if (!r.ok()) return SysError{display_, "ListObjectsV2: " + r.text()};
-  std::vector<Head> out;
+  std::vector<ObjectHead> out;
   for (s3::Object& o : objects) {
     const std::string_view name = std::string_view(o.key).substr(prefix.size());
     if (!is_entry_file_name(name)) continue;
-    Tail t;
-    const Lookup l = read_tail(o.key, t);
+    ObjectTail t;
+    const Lookup l = read_object_tail(reader(), o.key, t);
     if (l.state == LookupState::missing) continue; // gone meanwhile
     if (l.state == LookupState::unreadable) return SysError{display_, l.why};
     std::optional<EntryHeader> h;
@@ -247,21 +181,21 @@ Lookup S3Store::newest(std::string_view key, const std::vector<std::string>& out
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
   std::vector<StaleCandidate> candidates;
-  for (Head& h : std::get<std::vector<Head>>(found))
-    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.key)});
+  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
+    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
   return newest_readable(key, outputs, std::move(candidates),
-                         [&](const StaleCandidate& c) { return read_object(key, c.name); });
+                         [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
 }
 
 std::optional<SysError> S3Store::drop(std::string_view key) const {
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return *e;
-  std::vector<Head>& all = std::get<std::vector<Head>>(found);
+  std::vector<ObjectHead>& all = std::get<std::vector<ObjectHead>>(found);
   // Also when the listing missed it (stored meanwhile).
-  if (std::none_of(all.begin(), all.end(), [&](const Head& h) { return h.key == object_key(key); }))
+  if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_key(key); }))
     all.push_back({object_key(key), std::nullopt});
-  for (const Head& h : all)
-    if (auto e = remove(h.key, h.header ? &*h.header : nullptr, "dropped")) return e;
+  for (const ObjectHead& h : all)
+    if (auto e = remove(h.name, h.header ? &*h.header : nullptr, "dropped")) return e;
   return std::nullopt;
 }
 
@@ -269,7 +203,7 @@ std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   std::vector<ListedEntry> out;
-  for (const Head& h : std::get<std::vector<Head>>(found))
+  for (const ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
     if (h.header) out.push_back(listed_entry(*h.header, stored_size(*h.header)));
   return out;
 }
@@ -277,32 +211,10 @@ std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
 std::variant<GcCounts, SysError> S3Store::gc(const GcPolicy& policy) const {
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
-  const auto& all = std::get<std::vector<Head>>(found);
-  GcCounts counts;
-  std::vector<SizedEntry> kept;
-  std::unordered_map<std::string_view, const EntryHeader*> header_of;
-  for (const Head& h : all) {
-    const bool expired =
-        h.header && policy.max_age &&
-        freshness(h.header->created_ns, policy.now_ns, policy.max_age, std::nullopt) == Freshness::expired;
-    if (!h.header || expired) {
-      if (auto e = remove(h.key, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt")) return *e;
-      ++counts.entries_removed;
-      continue;
-    }
-    kept.push_back({h.header->created_ns, stored_size(*h.header), h.key});
-    header_of.emplace(h.key, &*h.header);
-  }
-  if (policy.max_size)
-    for (const auto& key : over_size(std::move(kept), *policy.max_size)) {
-      if (auto e = remove(key, header_of.at(key), "over --max-size (oldest)")) return *e;
-      ++counts.entries_removed;
-    }
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done,
-                   {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", display_}});
-  });
-  return counts;
+  return gc_objects(
+      std::get<std::vector<ObjectHead>>(found), policy,
+      [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
+      [&](const EntryHeader& h) { return stored_size(h); }, display_);
 }
 
 BuildOrError S3Store::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,

@@ -22,6 +22,7 @@
 // that is not named as an entry, or whose tail is no entry's, is none.
 #pragma once
 
+#include "cache/remote_object.hpp"
 #include "cache/store.hpp"
 #include "s3/client.hpp"
 
@@ -60,27 +61,15 @@ public:
   s3::Client& client() const { return client_; }
 
 private:
-  struct Tail {
-    std::string bytes;
-    std::uint64_t size = 0; // of the tail: header, trailer, footer
-    EntryHeader header;
-    std::string_view tail() const { return std::string_view(bytes).substr(bytes.size() - size); }
-    std::size_t header_len() const;
-  };
-  struct Head {
-    std::string key; // the object's
-    std::optional<EntryHeader> header; // nullopt: not an entry
-  };
-  Lookup read_tail(const std::string& object, Tail& out) const;
-  Lookup read_object(std::string_view key, const std::string& object) const;
-  // A read's answer that is no object: a miss, or the store unreadable.
-  Lookup failed_read(const s3::Reply& r) const;
+  class Reader;
+  const ObjectReader& reader() const { return *reader_; }
   // The entry objects whose names start with `start`, with their headers.
-  std::variant<std::vector<Head>, SysError> heads(std::string_view start) const;
+  std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view start) const;
   std::optional<SysError> remove(const std::string& object, const EntryHeader* h, std::string_view why) const;
 
   std::string display_; // s3://BUCKET/PREFIX
   mutable s3::Client client_;
+  std::unique_ptr<ObjectReader> reader_;
 };
 
 } // namespace bufferlock
