@@ -137,10 +137,20 @@ Lookup read_object_entry(const ObjectReader& r, std::string_view key, const std:
   }
 }
 
+std::variant<std::vector<ListedEntry>, SysError> list_objects(const ObjectHeads& heads, const StoredSize& stored) {
+  if (auto* e = std::get_if<SysError>(&heads)) return *e;
+  std::vector<ListedEntry> out;
+  for (const ObjectHead& h : std::get<std::vector<ObjectHead>>(heads))
+    if (h.header) out.push_back(listed_entry(*h.header, stored(*h.header)));
+  return out;
+}
+
 std::variant<GcCounts, SysError> gc_objects(
-    const std::vector<ObjectHead>& all, const GcPolicy& policy,
+    const ObjectHeads& heads, const GcPolicy& policy,
     const std::function<std::optional<SysError>(const ObjectHead&, std::string_view why)>& remove,
-    const std::function<std::uint64_t(const EntryHeader&)>& stored, const std::string& place) {
+    const StoredSize& stored, const std::string& place) {
+  if (auto* e = std::get_if<SysError>(&heads)) return *e;
+  const auto& all = std::get<std::vector<ObjectHead>>(heads);
   GcCounts counts;
   std::vector<SizedEntry> kept;
   std::unordered_map<std::string_view, const ObjectHead*> kept_heads;

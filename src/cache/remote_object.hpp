@@ -72,13 +72,21 @@ struct ObjectHead {
   std::optional<EntryHeader> header; // nullopt: not an entry
 };
 
+// A store's listed objects, or why they could not be listed.
+using ObjectHeads = std::variant<std::vector<ObjectHead>, SysError>;
+// The bytes an entry takes in a store.
+using StoredSize = std::function<std::uint64_t(const EntryHeader&)>;
+
+// --list over a store's listed objects: its entries.
+std::variant<std::vector<ListedEntry>, SysError> list_objects(const ObjectHeads& heads, const StoredSize& stored);
+
 // --gc over a store's listed objects: those that are no entries, or older
 // than policy.max_age, go; then the oldest until the rest add up to
 // policy.max_size. `remove` removes one (`why` it goes); `stored` is the
 // store's size of an entry; -v's last line names the store's `place`.
 std::variant<GcCounts, SysError> gc_objects(
-    const std::vector<ObjectHead>& all, const GcPolicy& policy,
+    const ObjectHeads& heads, const GcPolicy& policy,
     const std::function<std::optional<SysError>(const ObjectHead&, std::string_view why)>& remove,
-    const std::function<std::uint64_t(const EntryHeader&)>& stored, const std::string& place);
+    const StoredSize& stored, const std::string& place);
 
 } // namespace bufferlock

@@ -200,19 +200,13 @@ std::optional<SysError> S3Store::drop(std::string_view key) const {
 }
 
 std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
-  auto found = heads("");
-  if (auto* e = std::get_if<SysError>(&found)) return *e;
-  std::vector<ListedEntry> out;
-  for (const ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
-    if (h.header) out.push_back(listed_entry(*h.header, stored_size(*h.header)));
-  return out;
+  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
 }
 
+// Objects named as entries that are none go too.
 std::variant<GcCounts, SysError> S3Store::gc(const GcPolicy& policy) const {
-  auto found = heads("");
-  if (auto* e = std::get_if<SysError>(&found)) return *e;
   return gc_objects(
-      std::get<std::vector<ObjectHead>>(found), policy,
+      heads(""), policy,
       [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
       [&](const EntryHeader& h) { return stored_size(h); }, display_);
 }

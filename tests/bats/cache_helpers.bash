@@ -344,3 +344,30 @@ tree_sum() {
         find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
     ) | sha256sum | cut -d' ' -f1
 }
+
+# fleet_callers N STORE_OPTION...: N concurrent callers of `--output dist
+# $K $MKDIST 2048 1` with STORE_OPTIONs, taking turns on two runners A and B
+# (own HOME, own cache dir), each in its own tree $T/cI; then checks that
+# every one exited 0, silent, printed "built", and got caller 0's tree.
+# FLEET_TREE is that tree's tree_sum.
+fleet_callers() {
+    local n=$1 i name
+    shift
+    for ((i = 0; i < n; i++)); do
+        name=A
+        ((i % 2)) && name=B
+        mkdir -p "$T/$name/home" "$T/c$i"
+        cd "$T/c$i" || fail "no $T/c$i"
+        HOME="$T/$name/home" XDG_CACHE_HOME='' C="$T/$name/cache" \
+            spawn_caller "$i" "$@" --output dist "$K" "$MKDIST" 2048 1
+    done
+    cd "$T" || fail "no $T"
+    wait_callers 120
+    FLEET_TREE=$(tree_sum "$T/c0/dist")
+    for ((i = 0; i < n; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
+        assert_equal "$(cat "$T/out.$i")" built
+        assert_equal "$(tree_sum "$T/c$i/dist")" "$FLEET_TREE"
+    done
+}

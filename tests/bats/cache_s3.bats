@@ -32,18 +32,6 @@ s3_obj() {
     printf '%s/%s.entry\n' "$S3_T" "$(key_md5 "$1")"
 }
 
-# s3_keys: the keys under the test's prefix, as awscli lists them, sorted.
-s3_keys() {
-    aws_s3 s3api list-objects-v2 --bucket "$S3_BUCKET" --prefix "$S3_T/" --query 'Contents[].Key' --output text |
-        tr '\t' '\n' | grep -v '^None$' | LC_ALL=C sort || true
-}
-
-# s3_uploads: the multipart uploads under way under the test's prefix.
-s3_uploads() {
-    aws_s3 s3api list-multipart-uploads --bucket "$S3_BUCKET" --prefix "$S3_T/" --query 'Uploads[].Key' --output text |
-        grep -v '^None$' || true
-}
-
 @test "a miss builds and stores KEY's entry as PREFIX/<md5>.entry; a hit serves the same bytes, no build; awscli sees it" {
     run --separate-stderr bls "$K" "$COUNTED"
     assert_success

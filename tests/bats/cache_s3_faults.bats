@@ -27,21 +27,6 @@ blf() {
     AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$@"
 }
 
-# direct ARGS...: awscli on the real server, past the fault server.
-direct() {
-    AWS_ENDPOINT_URL=$S3_ENDPOINT aws_s3 "$@"
-}
-
-s3_keys() {
-    direct s3api list-objects-v2 --bucket "$S3_BUCKET" --prefix "$S3_T/" --query 'Contents[].Key' --output text |
-        tr '\t' '\n' | grep -v '^None$' | LC_ALL=C sort || true
-}
-
-s3_uploads() {
-    direct s3api list-multipart-uploads --bucket "$S3_BUCKET" --prefix "$S3_T/" --query 'Uploads[].Key' --output text |
-        grep -v '^None$' || true
-}
-
 @test "404 is a miss without a warning; 500 twice on read is retried: the entry served, no warning, no build" {
     run --separate-stderr blf "$K" "$COUNTED" 0 first
     assert_success

@@ -58,24 +58,6 @@ runner() {
 }
 
 @test "10 concurrent callers on two runners, a 1 s build: one build, the same tree for every caller" {
-    local i name
-    for ((i = 0; i < 10; i++)); do
-        name=A
-        ((i % 2)) && name=B
-        mkdir -p "$T/$name/home" "$T/c$i"
-        cd "$T/c$i"
-        HOME="$T/$name/home" XDG_CACHE_HOME='' C="$T/$name/cache" \
-            spawn_caller "$i" --store "$S3_STORE" -r "$REDIS_URL" --output dist "$K" "$MKDIST" 2048 1
-    done
-    cd "$T"
-    wait_callers 120
-    local want
-    want=$(tree_sum "$T/c0/dist")
-    for ((i = 0; i < 10; i++)); do
-        assert_equal "$(caller_status "$i")" 0
-        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
-        assert_equal "$(cat "$T/out.$i")" built
-        assert_equal "$(tree_sum "$T/c$i/dist")" "$want"
-    done
+    fleet_callers 10 --store "$S3_STORE" -r "$REDIS_URL"
     assert_runs 1
 }
