@@ -275,3 +275,14 @@ SH
     assert_same_bytes "$T/w1/dist/a.bin" "$T/w2/dist/a.bin"
     assert_runs 1
 }
+
+@test "--max-entry met during a multipart upload: the output served whole, one warning, the upload aborted, nothing left" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" \
+        --max-entry 12M "$K" cat "$T/20m"
+    assert_success
+    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry (12582912 bytes)"
+    assert_same_bytes "$T/20m" "$T/out"
+    assert_equal "$(s3_keys)" ''
+    assert_equal "$(s3_uploads)" ''
+}
