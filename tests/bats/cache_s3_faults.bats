@@ -41,6 +41,17 @@ blf() {
     assert_equal "$(grep -c '^GET .* 500$' <<<"$output")" 2
 }
 
+@test "403 AccessDenied on read (a policy without s3:ListBucket) is a miss without a warning: built and stored" {
+    s3_fault denied GET
+    run --separate-stderr blf "$K" "$COUNTED" 0 built
+    assert_success
+    assert_stderr_empty
+    assert_output built
+    run s3_fault_requests
+    assert_output --regexp "GET [^ ]*$(key_md5 "$K").entry 403"
+    assert_equal "$(s3_keys)" "$S3_T/$(key_md5 "$K").entry"
+}
+
 @test "500 or 503 SlowDown on every read: retried within --store-timeout, then one warning naming it; built, no upload tried" {
     local mode code t0 ms n=0
     for mode in e500 slowdown; do

@@ -183,7 +183,7 @@ start_s3_fault_server() {
 }
 
 # s3_fault MODE [METHOD [COUNT]]: what the fault server breaks from now on
-# (s3_fault_server.py: pass e500 slowdown stall cut nochunk).
+# (s3_fault_server.py: pass e500 slowdown denied stall cut nochunk).
 s3_fault() {
     printf '%s\n' "$*" >"$S3_FAULT_CONTROL"
 }
