@@ -2,20 +2,15 @@
 
 #include "cache/streamed_build.hpp"
 #include "messages.hpp"
-#include "util/files.hpp"
-#include "util/io.hpp"
 #include "util/md5.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <algorithm>
 
 namespace bufferlock {
 
 namespace {
 
-constexpr int most_parts = 10000;                     // S3's limit
+constexpr int most_parts = 10000; // S3's limit
 
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
 Lookup missing() { return {LookupState::missing, {}, {}}; }
