@@ -286,3 +286,22 @@ SH
     assert_equal "$(s3_keys)" ''
     assert_equal "$(s3_uploads)" ''
 }
+
+@test "s3://BUCKET alone: entries at the bucket's root, listed and dropped there, the prefixes' objects left alone" {
+    local key="root-$BATS_TEST_NUMBER-$$"
+    bls "$K" echo under-prefix >/dev/null
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "s3://$S3_BUCKET" "$key" echo at-root
+    assert_success
+    assert_stderr_empty
+    run aws_s3 s3api head-object --bucket "$S3_BUCKET" --key "$(key_md5 "$key").entry"
+    assert_success
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "s3://$S3_BUCKET" --list
+    assert_success
+    assert_line --regexp " - $key\$"
+    refute_line --regexp " $K\$"
+    run --separate-stderr "$BL" cache --cache-dir "$C" --store "s3://$S3_BUCKET" --drop "$key"
+    assert_success
+    run aws_s3 s3api head-object --bucket "$S3_BUCKET" --key "$(key_md5 "$key").entry"
+    assert_failure
+    assert_equal "$(s3_keys)" "$(s3_obj "$K")"
+}
