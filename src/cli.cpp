@@ -22,6 +22,7 @@
 #include "cache/exclude.hpp"
 #include "http/url.hpp"
 #include "redis/url.hpp"
+#include "s3/url.hpp"
 #include "help.hpp"
 #include "lock/lease.hpp"
 #include "messages.hpp"
@@ -107,7 +108,7 @@ enum class Opt {
 // backend is used); the redis backend (refused with the file backend; tls:
 // with a plain redis:// URL too); `cache` alone; or the http store alone
 // (refused with another store).
-enum class Scope { any, backend, lock, redis, tls, cache, http };
+enum class Scope { any, backend, lock, redis, tls, cache, http, objects };
 
 // The subcommands that take an option, a bit for each Command; given to
 // another, it is refused (usage_option_not_here).
@@ -253,15 +254,15 @@ constexpr std::array<OptionDecl, 55> option_table = {{
      "without the lock and stores nothing",
      "", "BUFFERLOCK_CACHE_READ_ONLY", Scope::cache},
     {Opt::store, "--store", "file|redis|URL", g_cache,
-     "where entries live: the cache directory, the Redis server, or an HTTP server (http[s]://HOST[:PORT]/PATH, "
-     "PUT, GET, DELETE; PROPFIND to list)",
+     "where entries live: the cache directory, the Redis server, an HTTP server (http[s]://HOST[:PORT]/PATH, "
+     "PUT, GET, DELETE; PROPFIND to list), or an S3 bucket (s3://BUCKET/PREFIX)",
      "file", "BUFFERLOCK_CACHE_STORE", Scope::cache},
     {Opt::store_token_file, "--store-token-file", "FILE", g_cache,
      "http store: send FILE's token as \"Authorization: Bearer\" (FILE: its owner's alone)", "",
      "BUFFERLOCK_STORE_TOKEN_FILE", Scope::http},
     {Opt::store_timeout, "--store-timeout", "SECONDS", g_cache,
-     "http store: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
-     "BUFFERLOCK_STORE_TIMEOUT", Scope::http},
+     "http and s3 stores: give up a request that cannot connect, or moves no byte, for SECONDS", "10",
+     "BUFFERLOCK_STORE_TIMEOUT", Scope::objects},
     {Opt::max_entry, "--max-entry", "SIZE", g_cache,
      "every store: a larger output is served but not stored (suffix K, M or G)",
      "redis: 64M; file, http: none", "", Scope::cache},
@@ -364,7 +365,9 @@ const OptionDecl& decl_of(Opt id) { return option_table[index_of(id)]; }
 const char* env_of(Opt id) { return decl_of(id).env.data(); }
 
 // Options of `cache` alone are unknown to the other subcommands.
-bool cache_only(const OptionDecl& d) { return d.scope == Scope::cache || d.scope == Scope::http; }
+bool cache_only(const OptionDecl& d) {
+  return d.scope == Scope::cache || d.scope == Scope::http || d.scope == Scope::objects;
+}
 
 bool declared_for(const OptionDecl& d, Command c) { return !cache_only(d) || c == Command::cache; }
 
@@ -755,7 +758,9 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
 }
 
 bool https_store(const Options& o) {
-  return o.command == Command::cache && o.cache.store == CacheStoreKind::http && o.cache.store_url.tls;
+  // An S3 endpoint (from the environment) may be https too.
+  return o.command == Command::cache && ((o.cache.store == CacheStoreKind::http && o.cache.store_url.tls) ||
+                                         o.cache.store == CacheStoreKind::s3);
 }
 
 // Whether the command line gave option `id`.
@@ -780,6 +785,7 @@ bool uses_backend(const Parsed& p) {
 }
 
 bool http_store_named(const Parsed& p) { return p.store && is_http_store(*p.store); }
+bool s3_store_named(const Parsed& p) { return p.store && s3::is_s3_store(*p.store); }
 
 // A rediss:// URL among those named (unparsable ones are reported later).
 bool names_tls_server(const Parsed& p) {
@@ -803,8 +809,9 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   case Scope::tls:
     // --tls-ca serves an http(s) store too (choose_store).
     return (uses_backend(p) && p.redis_url && names_tls_server(p)) ||
-           (d.id == Opt::tls_ca && http_store_named(p));
+           (d.id == Opt::tls_ca && (http_store_named(p) || s3_store_named(p)));
   case Scope::http: return http_store_named(p);
+  case Scope::objects: return http_store_named(p) || s3_store_named(p);
   }
   return false;
 }
@@ -909,22 +916,29 @@ void choose_store(Parsed& p) {
         usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", redact_url(store)}, {"error", *why}});
       c.store = CacheStoreKind::http;
       c.store_url = std::get<StoreUrl>(std::move(url));
+    } else if (s3::is_s3_store(store)) {
+      auto where = s3::parse_s3_url(store);
+      if (auto* why = std::get_if<std::string>(&where))
+        usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", store}, {"error", *why}});
+      c.store = CacheStoreKind::s3;
+      c.store_s3 = std::string(store);
     } else if (store != "file") {
       usage(Msg::usage_bad_store, {{"option", typed}, {"value", redact_url(store)}});
     }
   }
-  if (c.store != CacheStoreKind::http) {
-    for (const auto& d : option_table)
-      if (d.scope == Scope::http && given(p, d.id))
-        usage(Msg::usage_option_needs,
-              {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
-    return;
-  }
+  // The options of the http store alone, and of every object store (http, s3).
+  const bool objects = c.store == CacheStoreKind::http || c.store == CacheStoreKind::s3;
+  for (const auto& d : option_table)
+    if (given(p, d.id) &&
+        ((d.scope == Scope::http && c.store != CacheStoreKind::http) || (d.scope == Scope::objects && !objects)))
+      usage(Msg::usage_option_needs, {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
+  if (!objects) return;
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
-  // error now, not a store that fails verification on every run.
+  // error now, not a store that fails verification on every run. An S3
+  // endpoint (from the environment) may be https too.
   // --tls-ca is one option for both layers: the store gets its own copy.
   const std::string& ca = p.opts.redis.tls.ca;
-  if (!c.store_url.tls || ca.empty()) return;
+  if ((c.store == CacheStoreKind::http && !c.store_url.tls) || ca.empty()) return;
   if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
   c.store_ca = ca;
 }

@@ -59,7 +59,7 @@ namespace bufferlock {
   X(usage_bad_size,                                                                                          \
     "invalid size '%{value}' for %{option}: expected bytes > 0 with an optional K, M or G, such as 64M")     \
   X(usage_bad_depends, "invalid %{option}: %{error}")                                                        \
-  X(usage_bad_store, "invalid %{option} '%{value}': expected file, redis or an http:// or https:// URL")     \
+  X(usage_bad_store, "invalid %{option} '%{value}': expected file, redis, an http:// or https:// URL or s3://BUCKET/PREFIX")     \
   X(usage_bad_store_url, "invalid %{option} '%{value}': %{error}")                                            \
   X(usage_store_token_file, "cannot use --store-token-file %{path}: %{error}")                               \
   X(usage_store_servers, "--store redis needs exactly one Redis server, not %{count}")                       \
@@ -153,6 +153,12 @@ namespace bufferlock {
   X(cache_http_cannot_list, "the HTTP store at %{server} cannot list its objects (PROPFIND: %{error}): --list, --drop and --gc need a server that answers WebDAV PROPFIND") \
   X(cache_http_credentials_refused, "the server refused the credentials (%{request}: %{error})")              \
   X(cache_http_credentials_needed, "the server wants credentials (%{request}: %{error}): user:password in the URL or --store-token-file") \
+  X(cache_s3_store_failed, "output of '%{key}' not stored: S3 store %{server}: %{error}")                    \
+  X(cache_s3_drop_failed, "cannot remove the cache entry of '%{key}': S3 store %{server}: %{error}")         \
+  X(cache_s3_list_failed, "cannot list the cache entries: S3 store %{server}: %{error}")                     \
+  X(cache_s3_upload_aborted, "S3 store %{server}: multipart upload of %{object} aborted (%{error})")          \
+  X(cache_s3_settings, "S3 store %{server}: credentials from %{source}, region %{region}, endpoint %{endpoint}") \
+  X(usage_s3_settings, "cannot use the S3 store %{server}: %{error}")                                        \
   X(cache_hit, "cache '%{key}': hit (age %{age}s, stored %{stored} bytes, from %{from})")                   \
   X(cache_built, "cache '%{key}': built and stored (build %{seconds}s, stored %{stored} bytes, in %{from})")  \
   X(cache_waited, "cache '%{key}': waited %{waited}s for another caller's build, served it (age %{age}s, "   \

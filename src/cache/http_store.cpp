@@ -1,13 +1,10 @@
 #include "cache/http_store.hpp"
 
 #include "cache/streamed_build.hpp"
-#include "cache/streamed_restore.hpp"
 #include "messages.hpp"
-#include "run/command.hpp"
 #include "redis/url.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
-#include "util/le.hpp"
 #include "util/md5.hpp"
 
 #include <unistd.h>
@@ -15,15 +12,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
-#include <unordered_map>
 
 namespace bufferlock {
 
 namespace {
 
 constexpr std::size_t part = 1024 * 1024;             // the body goes out in parts of this size
-constexpr std::size_t tail_probe = 64 * 1024;         // the last bytes read for a header
-constexpr std::size_t most_header = 16 * 1024 * 1024; // a larger one is no entry of ours
 constexpr std::size_t most_listing = 64 * 1024 * 1024;
 
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
@@ -131,26 +125,6 @@ private:
 
 } // namespace
 
-std::string encode_object_footer(std::uint64_t header_len) {
-  std::string out;
-  put_le<std::uint64_t>(out, header_len);
-  out += object_magic;
-  return out;
-}
-
-std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string& why) {
-  if (last.size() < object_footer_size || !last.ends_with(object_magic)) {
-    why = "not an entry";
-    return std::nullopt;
-  }
-  const auto header_len = get_le<std::uint64_t>(last, last.size() - object_footer_size);
-  if (header_len < entry_fixed_header || header_len > most_header) {
-    why = "not an entry";
-    return std::nullopt;
-  }
-  return header_len + entry_trailer + object_footer_size;
-}
-
 std::vector<std::string> propfind_names(std::string_view xml) {
   std::vector<std::string> out;
   // <D:href>...</D:href>, whatever the namespace prefix (or none).
@@ -176,11 +150,47 @@ constexpr StoreMessages http_messages{Msg::cache_redis_entry_corrupt, Msg::cache
                                       Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
                                       Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
 
+// The ranged GETs of cache/remote_object.hpp: a 404 or 410 is a miss.
+class HttpStore::Reader final : public ObjectReader {
+public:
+  explicit Reader(const HttpStore& store) : store_(store) {}
+  RangeReply get(const std::string& name, std::string& out, std::size_t most, const std::string& range) const override {
+    return reply(store_.client().get(store_.object_url(name), out, most, range));
+  }
+  RangeReply get(const std::string& name, int fd, const std::string& range) const override {
+    return reply(store_.client().get(store_.object_url(name), fd, range));
+  }
+  std::unique_ptr<BodyDownload> download(const std::string& name, const std::string& range) const override {
+    return std::make_unique<Download>(store_.client().download(store_.object_url(name), range));
+  }
+
+private:
+  class Download final : public BodyDownload {
+  public:
+    explicit Download(std::unique_ptr<HttpClient::Download> d) : d_(std::move(d)) {}
+    bool next(std::string& out) override { return d_->next(out); }
+    RangeReply reply() const override { return Reader::reply(d_->reply()); }
+
+  private:
+    std::unique_ptr<HttpClient::Download> d_;
+  };
+
+  static RangeReply reply(const HttpReply& r) {
+    if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, false, {}};
+    if (!r.ok()) return {LookupState::unreadable, false, r.text()};
+    return {LookupState::found, r.status == 206, {}};
+  }
+  const HttpStore& store_;
+};
+
 HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
-    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)) {
+    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)),
+      reader_(std::make_unique<Reader>(*this)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
+
+const ObjectReader& HttpStore::reader() const { return *reader_; }
 
 HttpClient& HttpStore::client() const {
   if (!client_) client_ = std::make_unique<HttpClient>(settings_);
@@ -196,131 +206,21 @@ std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
 }
 
 Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
-  return read_object(key, object_name(key, inputs));
+  return read_object_entry(reader(), key, object_name(key, inputs), signer_);
 }
 
 Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const {
-  return read_object(key, object_name(key, inputs), &serves);
+  return read_object_entry(reader(), key, object_name(key, inputs), signer_, &serves);
 }
 
 // The tail alone: one small range request.
 Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
-  Tail t;
-  Lookup l = read_tail(object_name(key, address), t);
+  ObjectTail t;
+  Lookup l = read_object_tail(reader(), object_name(key, address), t);
   if (l.state == LookupState::unreadable) return l;
   if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
     return {LookupState::missing, {}, {}};
   return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
-}
-
-Lookup HttpStore::read_tail(const std::string& name, Tail& out) const {
-  const std::string url = object_url(name);
-  std::string last;
-  HttpReply r = client().get(url, last, tail_probe, "-" + std::to_string(tail_probe));
-  if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-  if (!r.ok()) return unreadable(r.text());
-  // 206, or 200 from a server that sends the whole object instead: then
-  // only an object shorter than the probe is whole.
-  if (r.status != 206 && last.size() >= tail_probe) return unreadable("the server does not answer range requests");
-  std::string why;
-  const auto size = object_tail_size(last, why);
-  if (!size) return {LookupState::corrupt, {}, why};
-  if (*size > last.size()) {
-    if (last.size() < tail_probe) return {LookupState::corrupt, {}, "truncated"};
-    if (*size > most_header) return {LookupState::corrupt, {}, "not an entry"};
-    last.clear();
-    r = client().get(url, last, *size, "-" + std::to_string(*size));
-    if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-    if (!r.ok()) return unreadable(r.text());
-    if (last.size() < *size) return {LookupState::corrupt, {}, "truncated"};
-  }
-  out.bytes = std::move(last);
-  out.size = *size;
-  const std::string_view tail = out.tail();
-  const std::string_view head = tail.substr(0, out.header_len());
-  std::uint64_t payload_hash = 0, header_hash = 0;
-  decode_trailer(tail.substr(head.size(), entry_trailer), payload_hash, header_hash);
-  // Checked before its lengths say what to read.
-  if (checksum(head) != header_hash) return {LookupState::corrupt, {}, "header checksum mismatch"};
-  auto h = decode_header(head, why);
-  if (!h) return {LookupState::corrupt, {}, why};
-  if (h->header_size() != out.header_len()) return {LookupState::corrupt, {}, "header length mismatch"};
-  out.header = std::move(*h);
-  return {LookupState::found, {}, {}};
-}
-
-// The body into an unnamed file behind the header: an entry file, verified there.
-Lookup HttpStore::read_body(const std::string& name, const Tail& t, const std::string& wanted) const {
-  const std::string_view tail = t.tail();
-  const std::uint64_t body = t.header.body_len();
-  UniqueFd fd = anonymous_file(t.header.file_size());
-  if (!fd) return unreadable("cannot make a temporary file: " + errno_text(errno));
-  if (!write_all(fd.get(), tail.substr(0, t.header_len())))
-    return unreadable("cannot write a temporary file: " + errno_text(errno));
-  if (t.bytes.size() < tail_probe) {
-    // Shorter than the probe: the whole object is in hand already.
-    const std::string_view got = std::string_view(t.bytes).substr(0, t.bytes.size() - t.size);
-    if (got.size() != body)
-      return {LookupState::corrupt, {}, got.size() < body ? "truncated" : "longer than its header says"};
-    if (!write_all(fd.get(), got)) return unreadable("cannot write a temporary file: " + errno_text(errno));
-  } else if (body > 0) {
-    const HttpReply r = client().get(object_url(name), fd.get(), "0-" + std::to_string(body - 1));
-    if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-    if (!r.ok()) return unreadable(r.text());
-    // A server that sent the whole object: its body is what counts.
-    if (r.status != 206 && (::ftruncate(fd.get(), static_cast<off_t>(t.header_len() + body)) != 0 ||
-                            ::lseek(fd.get(), 0, SEEK_END) < 0))
-      return unreadable("cannot write a temporary file: " + errno_text(errno));
-  }
-  if (!write_all(fd.get(), tail.substr(t.header_len(), entry_trailer)))
-    return unreadable("cannot write a temporary file: " + errno_text(errno));
-  std::string why, bytes;
-  auto verified = verify_entry(fd.get(), &wanted, why, &bytes, signer_);
-  if (verified) return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
-  return {LookupState::corrupt, {}, why};
-}
-
-// The body as it comes: stdout and stderr into an unnamed file behind the
-// header, the outputs archive extracted beside its PATHs, all verified on
-// the way (streamed_restore.hpp).
-Lookup HttpStore::read_streamed_body(const std::string& name, const Tail& t) const {
-  const std::uint64_t body = t.header.body_len();
-  const auto download = client().download(object_url(name), "0-" + std::to_string(body - 1));
-  const BodyRuns runs = [&](std::string& out) { return download->next(out); };
-  const std::string_view tail = t.tail();
-  StreamedRead got = read_streamed(runs, t.header, tail.substr(0, t.header_len()),
-                                   tail.substr(t.header_len(), entry_trailer), signer_);
-  if (!got.short_body) {
-    // Its end taken, so that the connection is kept (a 206 holds no more).
-    for (std::string rest; got.lookup.state == LookupState::found && download->next(rest);) {
-    }
-    return std::move(got.lookup);
-  }
-  const HttpReply& r = download->reply();
-  if (r.error.empty() && (r.status == 404 || r.status == 410)) return {LookupState::missing, {}, {}};
-  if (!r.ok()) return unreadable(r.text());
-  return std::move(got.lookup); // a short body from a server that answered: truncated
-}
-
-// The tail first, then the body (read_body, or read_streamed_body for an
-// entry that `serves` says is restored next).
-Lookup HttpStore::read_object(std::string_view key, const std::string& name, const Serves* serves) const {
-  const std::string wanted(key);
-  for (int attempt = 0;; ++attempt) {
-    Tail t;
-    Lookup l = read_tail(name, t);
-    if (l.state != LookupState::found) return l;
-    // Another key whose MD5 collides is simply not ours: a miss, no warning.
-    if (t.header.key != wanted) return {LookupState::missing, {}, {}};
-    const bool streamed =
-        serves && t.header.outputs_len > 0 && t.bytes.size() >= tail_probe && (*serves)(t.header);
-    l = streamed ? read_streamed_body(name, t) : read_body(name, t, wanted);
-    if (l.state != LookupState::corrupt || attempt > 0 || l.why == stopped_by_signal) return l;
-    // A body that does not match its tail may be a new upload's, which
-    // replaced the object between the two reads: once, read it again.
-    Tail again;
-    if (read_tail(name, again).state != LookupState::found || again.tail() == t.tail()) return l;
-  }
 }
 
 std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
@@ -336,14 +236,14 @@ std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
   return names;
 }
 
-std::variant<std::vector<HttpStore::Head>, SysError> HttpStore::heads(std::string_view prefix) const {
+std::variant<std::vector<ObjectHead>, SysError> HttpStore::heads(std::string_view prefix) const {
   auto names = objects();
   if (auto* e = std::get_if<SysError>(&names)) return *e;
-  std::vector<Head> out;
+  std::vector<ObjectHead> out;
   for (auto& name : std::get<std::vector<std::string>>(names)) {
     if (!name.starts_with(prefix)) continue;
-    Tail t;
-    const Lookup l = read_tail(name, t);
+    ObjectTail t;
+    const Lookup l = read_object_tail(reader(), name, t);
     if (l.state == LookupState::missing) continue; // gone meanwhile
     if (l.state == LookupState::unreadable) return SysError{server(), l.why};
     std::optional<EntryHeader> h;
@@ -379,10 +279,10 @@ Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& o
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   std::vector<StaleCandidate> candidates;
-  for (Head& h : std::get<std::vector<Head>>(found))
+  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
     if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
   return newest_readable(key, outputs, std::move(candidates),
-                         [&](const StaleCandidate& c) { return read_object(key, c.name); });
+                         [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
 }
 
 std::optional<SysError> HttpStore::drop(std::string_view key) const {
@@ -394,59 +294,27 @@ std::optional<SysError> HttpStore::drop(std::string_view key) const {
   all.push_back(object_name(key)); // also when the listing missed it (stored meanwhile)
   for (const auto& n : all) {
     // -v names what goes: its header read first.
-    Tail t;
-    const bool known = diag::verbose() && read_tail(n, t).state == LookupState::found;
+    ObjectTail t;
+    const bool known = diag::verbose() && read_object_tail(reader(), n, t).state == LookupState::found;
     if (auto e = remove(n, known ? &t.header : nullptr, "dropped")) return e;
   }
   return std::nullopt;
 }
 
 std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const {
-  auto found = heads("");
-  if (auto* e = std::get_if<SysError>(&found)) return *e;
-  std::vector<ListedEntry> out;
-  for (const Head& h : std::get<std::vector<Head>>(found))
-    if (h.header) out.push_back(listed_entry(*h.header, stored_size(*h.header)));
-  return out;
+  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
 }
 
+// Objects named as entries that are none go too.
 std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
-  const std::optional<Nanos>& max_age = policy.max_age;
-  const std::optional<std::uint64_t>& max_size = policy.max_size;
-  const std::int64_t now_ns = policy.now_ns;
-  auto found = heads("");
-  if (auto* e = std::get_if<SysError>(&found)) return *e;
-  const auto& all = std::get<std::vector<Head>>(found);
-  GcCounts counts;
-  std::vector<SizedEntry> kept;
-  for (const Head& h : all) {
-    if (!h.header || (max_age && freshness(h.header->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
-      if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt"))
-        return *e;
-      ++counts.entries_removed;
-      continue;
-    }
-    kept.push_back({h.header->created_ns, stored_size(*h.header), h.name});
-  }
-  if (max_size) {
-    std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones: all with a header
-    for (const Head& h : all)
-      if (h.header) header_of.emplace(h.name, &*h.header);
-    const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
-    for (const auto& name : oldest) {
-      if (auto e = remove(name, header_of.at(name), "over --max-size (oldest)")) return *e;
-      ++counts.entries_removed;
-    }
-  }
-  diag::debug_lazy([&] {
-    return message(Msg::cache_gc_done,
-                   {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", server()}});
-  });
-  return counts;
+  return gc_objects(
+      heads(""), policy,
+      [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
+      [&](const EntryHeader& h) { return stored_size(h); }, server());
 }
 
 BuildOrError HttpStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                                    const BuildContents& what) const {
+                         const BuildContents& what) const {
   return start_build<HttpBuild>(*this, key, inputs, created_ns, what);
 }
 

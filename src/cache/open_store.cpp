@@ -3,11 +3,14 @@
 #include "cache/file_store.hpp"
 #include "cache/http_store.hpp"
 #include "cache/redis_store.hpp"
+#include "cache/s3_store.hpp"
 #include "cache/settings.hpp"
 #include "lock/settings.hpp"
+#include "s3/credentials.hpp"
 #include "run/command.hpp"
 #include "util/files.hpp"
 
+#include <cstdlib>
 #include <string_view>
 
 namespace bufferlock {
@@ -49,6 +52,39 @@ Opened open_http(const StoreRequest& r) {
   return std::make_unique<HttpStore>(r.cache.store_url, std::move(s));
 }
 
+// The AWS settings (SPEC §19) read now: none, or an unusable one, is a
+// usage error naming where it was looked for (never a secret).
+Opened open_s3(const StoreRequest& r) {
+  const std::string& url = r.cache.store_s3;
+  const s3::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  const auto refused = [&](const std::string& why) -> Opened {
+    return message(Msg::usage_s3_settings, {{"server", url}, {"error", why}});
+  };
+  auto where = s3::parse_s3_url(url);
+  if (auto* why = std::get_if<std::string>(&where)) return refused(*why);
+  auto found = s3::load_credentials(env);
+  if (auto* why = std::get_if<std::string>(&found)) return refused(*why);
+  auto region = s3::load_region(env);
+  if (region.index() == 1) return refused(std::get<1>(region));
+  auto endpoint = s3::load_endpoint(env, std::get<0>(region));
+  if (auto* why = std::get_if<std::string>(&endpoint)) return refused(*why);
+  s3::Settings s;
+  s.credentials = std::get<s3::FoundCredentials>(found).credentials;
+  s.region = std::get<0>(region);
+  s.endpoint = std::get<s3::Endpoint>(endpoint);
+  s.location = std::get<s3::Location>(where);
+  s.http.ca_file = r.cache.store_ca;
+  s.http.timeout = r.cache.store_timeout;
+  s.http.while_waiting = while_sink_waits;
+  diag::debug_lazy([&] {
+    return message(Msg::cache_s3_settings, {{"server", url},
+                                            {"source", std::get<s3::FoundCredentials>(found).source},
+                                            {"region", s.region},
+                                            {"endpoint", s.endpoint.base}});
+  });
+  return std::make_unique<S3Store>(std::move(s));
+}
+
 // The stores, by the scheme of --store.
 struct Scheme {
   std::string_view scheme;
@@ -59,12 +95,14 @@ constexpr Scheme schemes[] = {
     {"redis", open_redis},
     {"http", open_http},
     {"https", open_http},
+    {"s3", open_s3},
 };
 
 std::string_view scheme_of(const CacheSettings& c) {
   switch (c.store) {
   case CacheStoreKind::redis: return "redis";
   case CacheStoreKind::http: return c.store_url.tls ? "https" : "http";
+  case CacheStoreKind::s3: return "s3";
   case CacheStoreKind::file: break;
   }
   return "file";

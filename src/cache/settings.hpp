@@ -12,7 +12,7 @@
 
 namespace bufferlock {
 
-enum class CacheStoreKind { file, redis, http };
+enum class CacheStoreKind { file, redis, http, s3 };
 
 struct CacheSettings {
   std::string dir;                             // empty: BUFFERLOCK_CACHE_DIR, XDG_CACHE_HOME, ~/.cache
@@ -33,6 +33,7 @@ struct CacheSettings {
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)
   StoreUrl store_url;                          // --store http(s)://...
+  std::string store_s3; // --store s3://BUCKET/PREFIX, as given
   std::string store_token_file;                // --store-token-file (BUFFERLOCK_STORE_TOKEN_FILE)
   std::string store_ca;                        // an https store's CA file (--tls-ca, which Redis reads too)
   Nanos store_timeout = std::chrono::seconds(10); // --store-timeout: connect, and any stall

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include <strings.h>
+
 namespace bufferlock {
 
 namespace {
@@ -109,6 +111,8 @@ struct HttpClient::Handle {
   std::string run; // bytes for fd not written yet
   std::string* body = nullptr;
   std::size_t most = 0;
+  bool error_body = false;     // `body` takes an error page too
+  std::string* etag = nullptr; // an answer's ETag header
   const Source* source = nullptr;
   // An Upload's body: the bytes handed over and not yet taken by libcurl.
   const char* feed = nullptr;
@@ -161,7 +165,7 @@ struct HttpClient::Handle {
   static std::size_t on_write(char* data, std::size_t size, std::size_t n, void* self) {
     auto& h = *static_cast<Handle*>(self);
     const std::size_t len = size * n;
-    if (!h.status_ok()) return len; // an error page: not ours to keep
+    if (!h.status_ok() && !(h.body && h.error_body)) return len; // an error page: not ours to keep
     if (h.fd >= 0) {
       h.run.append(data, len);
       if (h.run.size() < file_run || h.flush()) return len;
@@ -182,6 +186,18 @@ struct HttpClient::Handle {
       return len <= room ? len : 0; // enough: the rest is not wanted
     }
     return len;
+  }
+
+  static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* self) {
+    auto& h = *static_cast<Handle*>(self);
+    std::string_view line(data, size * n);
+    if (line.size() > 5 && ::strncasecmp(line.data(), "etag:", 5) == 0) {
+      line.remove_prefix(5);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      while (!line.empty() && (line.back() == '\r' || line.back() == '\n' || line.back() == ' ')) line.remove_suffix(1);
+      h.etag->assign(line);
+    }
+    return size * n;
   }
 
   static std::size_t on_read(char* buf, std::size_t size, std::size_t n, void* self) {
@@ -262,6 +278,8 @@ HttpClient::Handle& HttpClient::fresh() {
   if (h.run.capacity() < file_run) h.run.reserve(file_run);
   h.body = nullptr;
   h.most = 0;
+  h.error_body = false;
+  h.etag = nullptr;
   h.source = nullptr;
   h.local_errno = 0;
   h.source_failed = false;
@@ -436,6 +454,50 @@ HttpReply HttpClient::propfind(const std::string& url, std::string& body, std::s
   HttpReply r = perform(h);
   if (r.error.empty() && body.size() >= most) r.error = "the listing is larger than " + std::to_string(most) + " bytes";
   return r;
+}
+
+HttpReply HttpClient::exchange(const Exchange& x) {
+  Handle& h = fresh();
+  const bool sending = x.source != nullptr || !x.data.empty() || x.method == "PUT" || x.method == "POST";
+  // A body from a string, handed over as a source.
+  std::size_t at = 0;
+  const Source from_data = [&](char* buf, std::size_t want, std::size_t& got) {
+    got = x.data.copy(buf, want, at);
+    at += got;
+    return true;
+  };
+  if (h.usable()) {
+    const Api& a = api();
+    CURL* e = h.easy;
+    a.curl_easy_setopt(e, CURLOPT_URL, x.url.c_str());
+    if (x.method == "HEAD") {
+      a.curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (sending) {
+      a.curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      a.curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(x.source ? x.len : x.data.size()));
+      a.curl_easy_setopt(e, CURLOPT_READFUNCTION, &Handle::on_read);
+      a.curl_easy_setopt(e, CURLOPT_READDATA, &h);
+      h.source = x.source ? x.source : &from_data;
+      if (x.method != "PUT") a.curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x.method.c_str());
+    } else if (x.method != "GET") {
+      a.curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x.method.c_str());
+    }
+    // The headers are signed: sent as they are, and no Expect: 100-continue wait.
+    for (const curl_slist* s = h.headers; s; s = s->next) h.request_headers = a.curl_slist_append(h.request_headers, s->data);
+    for (const std::string& line : x.headers) h.request_headers = a.curl_slist_append(h.request_headers, line.c_str());
+    h.request_headers = a.curl_slist_append(h.request_headers, "Expect:");
+    a.curl_easy_setopt(e, CURLOPT_HTTPHEADER, h.request_headers);
+    h.fd = x.fd;
+    h.body = x.body;
+    h.most = x.most;
+    h.error_body = x.body != nullptr;
+    if (x.etag) {
+      h.etag = x.etag;
+      a.curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Handle::on_header);
+      a.curl_easy_setopt(e, CURLOPT_HEADERDATA, &h);
+    }
+  }
+  return perform(h, sending);
 }
 
 } // namespace bufferlock

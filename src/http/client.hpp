@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bufferlock {
 
@@ -115,6 +116,24 @@ public:
   std::unique_ptr<Download> download(const std::string& url, std::string_view range = {});
   // WebDAV PROPFIND, Depth: 1: the multistatus document (at most `most` bytes).
   HttpReply propfind(const std::string& url, std::string& body, std::size_t most);
+
+  // Any request with headers of its own (a signed one: the S3 store's).
+  struct Exchange {
+    std::string method = "GET";
+    std::string url;
+    std::vector<std::string> headers; // "Name: value"
+    // The body sent: `len` bytes from `source`, else `data`; none for GET, HEAD, DELETE.
+    std::string_view data;
+    const Source* source = nullptr;
+    std::uint64_t len = 0;
+    // The answer's body: into `fd` (2xx only), else into `body` (at most
+    // `most` bytes, an error's body too: its S3 error code).
+    int fd = -1;
+    std::string* body = nullptr;
+    std::size_t most = 0;
+    std::string* etag = nullptr; // the ETag header of the answer
+  };
+  HttpReply exchange(const Exchange& x);
 
 private:
   // An upload (`sending`) is abandoned once while_waiting says it is no longer wanted.

@@ -314,3 +314,60 @@ sleep_until() {
         sleep "$(awk -v d=$(($1 - now)) 'BEGIN { printf "%.3f", d / 1e6 }')"
     fi
 }
+
+# make_mkdist: $MKDIST, the build of the fleet suites.
+make_mkdist() {
+    # mkdist SIZE_KIB [SLEEP]: count a build, sleep, make ./dist: SIZE_KIB of
+    # random bytes (another build never makes the same tree), a few small
+    # files, an executable, a symlink.
+    cat >"$T/bin/mkdist" <<EOF
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+if [ -n "\${2:-}" ]; then sleep "\$2"; fi
+mkdir -p dist/sub
+head -c "\$((\$1 * 1024))" /dev/urandom >dist/big.bin
+for i in 1 2 3 4 5; do echo "file \$i \$\$" >"dist/sub/f\$i.txt"; done
+printf '#!/bin/sh\necho tool\n' >dist/tool.sh
+chmod 755 dist/tool.sh
+ln -s big.bin dist/latest
+echo built
+EOF
+    chmod +x "$T/bin/mkdist"
+    MKDIST="$T/bin/mkdist"
+}
+
+# tree_sum DIR: one digest of DIR's names, types, modes, bytes and link targets.
+tree_sum() {
+    (
+        cd "$1" || exit 1
+        find . -printf '%p %y %m %l\n' | LC_ALL=C sort
+        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+    ) | sha256sum | cut -d' ' -f1
+}
+
+# fleet_callers N STORE_OPTION...: N concurrent callers of `--output dist
+# $K $MKDIST 2048 1` with STORE_OPTIONs, taking turns on two runners A and B
+# (own HOME, own cache dir), each in its own tree $T/cI; then checks that
+# every one exited 0, silent, printed "built", and got caller 0's tree.
+# FLEET_TREE is that tree's tree_sum.
+fleet_callers() {
+    local n=$1 i name
+    shift
+    for ((i = 0; i < n; i++)); do
+        name=A
+        ((i % 2)) && name=B
+        mkdir -p "$T/$name/home" "$T/c$i"
+        cd "$T/c$i" || fail "no $T/c$i"
+        HOME="$T/$name/home" XDG_CACHE_HOME='' C="$T/$name/cache" \
+            spawn_caller "$i" "$@" --output dist "$K" "$MKDIST" 2048 1
+    done
+    cd "$T" || fail "no $T"
+    wait_callers 120
+    FLEET_TREE=$(tree_sum "$T/c0/dist")
+    for ((i = 0; i < n; i++)); do
+        assert_equal "$(caller_status "$i")" 0
+        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
+        assert_equal "$(cat "$T/out.$i")" built
+        assert_equal "$(tree_sum "$T/c$i/dist")" "$FLEET_TREE"
+    done
+}

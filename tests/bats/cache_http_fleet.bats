@@ -15,34 +15,9 @@ teardown_file() { http_redis_teardown_file; }
 
 setup() {
     http_redis_setup
-    # mkdist SIZE_KIB [SLEEP]: count a build, sleep, make ./dist: SIZE_KIB of
-    # random bytes (another build never makes the same tree), a few small
-    # files, an executable, a symlink.
-    cat >"$T/bin/mkdist" <<EOF
-#!/bin/sh
-echo "\$\$" >>'$RUNS'
-if [ -n "\${2:-}" ]; then sleep "\$2"; fi
-mkdir -p dist/sub
-head -c "\$((\$1 * 1024))" /dev/urandom >dist/big.bin
-for i in 1 2 3 4 5; do echo "file \$i \$\$" >"dist/sub/f\$i.txt"; done
-printf '#!/bin/sh\necho tool\n' >dist/tool.sh
-chmod 755 dist/tool.sh
-ln -s big.bin dist/latest
-echo built
-EOF
-    chmod +x "$T/bin/mkdist"
-    MKDIST="$T/bin/mkdist"
+    make_mkdist
 }
 teardown() { http_redis_teardown; }
-
-# tree_sum DIR: one digest of DIR's names, types, modes, bytes and link targets.
-tree_sum() {
-    (
-        cd "$1" || exit 1
-        find . -printf '%p %y %m %l\n' | LC_ALL=C sort
-        find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
-    ) | sha256sum | cut -d' ' -f1
-}
 
 # runner NAME [DIR] -- ARGS...: `bufferlock cache --store STORE -r REDIS ARGS...`
 # on runner NAME: its own HOME (so its own default cache dir) and its own
@@ -88,25 +63,8 @@ assert_no_local_entries() {
 }
 
 @test "10 concurrent callers on two runners, a 1 s build: one build, the same tree for every caller" {
-    local i name
-    for ((i = 0; i < 10; i++)); do
-        name=A
-        ((i % 2)) && name=B
-        mkdir -p "$T/$name/home" "$T/c$i"
-        cd "$T/c$i"
-        HOME="$T/$name/home" XDG_CACHE_HOME='' C="$T/$name/cache" \
-            spawn_caller "$i" --store "$STORE" -r "$REDIS_URL" --output dist "$K" "$MKDIST" 2048 1
-    done
-    cd "$T"
-    wait_callers 120
-    local want
-    want=$(tree_sum "$T/c0/dist")
-    for ((i = 0; i < 10; i++)); do
-        assert_equal "$(caller_status "$i")" 0
-        [[ ! -s $T/err.$i ]] || fail "caller $i stderr: $(cat "$T/err.$i")"
-        assert_equal "$(cat "$T/out.$i")" built
-        assert_equal "$(tree_sum "$T/c$i/dist")" "$want"
-    done
+    fleet_callers 10 --store "$STORE" -r "$REDIS_URL"
+    local want=$FLEET_TREE
     assert_runs 1
     assert_regex "$(objects)" "^$(key_md5 "$K")\.[0-9a-f]{32}\.entry\$"
     # A third runner, later, is served the same tree.

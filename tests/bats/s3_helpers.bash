@@ -109,6 +109,19 @@ aws_s3() {
     "$S3_AWSCLI" --endpoint-url "${AWS_ENDPOINT_URL:-$S3_ENDPOINT}" "$@"
 }
 
+# s3_keys: the keys under the test's prefix on the test server (past any
+# fault server), as awscli lists them, sorted, one a line.
+s3_keys() {
+    "$S3_AWSCLI" --endpoint-url "$S3_ENDPOINT" s3api list-objects-v2 --bucket "$S3_BUCKET" --prefix "$S3_T/" \
+        --query 'Contents[].Key' --output text | tr '\t' '\n' | grep -v '^None$' | LC_ALL=C sort || true
+}
+
+# s3_uploads: the multipart uploads under way under the test's prefix (their keys).
+s3_uploads() {
+    "$S3_AWSCLI" --endpoint-url "$S3_ENDPOINT" s3api list-multipart-uploads --bucket "$S3_BUCKET" \
+        --prefix "$S3_T/" --query 'Uploads[].Key' --output text | grep -v '^None$' || true
+}
+
 # s3_object_file KEY: where the server keeps KEY's bytes.
 s3_object_file() {
     printf '%s/data/%s/%s._S3rver_object\n' "$S3_DIR" "$S3_BUCKET" "$1"
@@ -170,7 +183,7 @@ start_s3_fault_server() {
 }
 
 # s3_fault MODE [METHOD [COUNT]]: what the fault server breaks from now on
-# (s3_fault_server.py: pass e500 slowdown stall cut nochunk).
+# (s3_fault_server.py: pass e500 slowdown denied stall cut nochunk).
 s3_fault() {
     printf '%s\n' "$*" >"$S3_FAULT_CONTROL"
 }

@@ -24,6 +24,8 @@ changed; the others pass.  A missing or empty file is "pass".  MODE is one of
              is sent, the connection held open (until the client gives up);
   cut        likewise, but the connection is then closed (a body cut short,
              an upload answered by a closed connection);
+  denied     403 AccessDenied, as S3 answers a GET of a missing key to a
+             policy without s3:ListBucket;
   nochunk    a PUT sent with Transfer-Encoding: chunked gets 501
              NotImplemented, as S3 answers it (any other request passes).
 
@@ -39,10 +41,11 @@ import threading
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 from fault_common import QuietHandler, RequestLog, serve
 
-MODES = ("pass", "e500", "slowdown", "stall", "cut", "nochunk")
+MODES = ("pass", "e500", "slowdown", "denied", "stall", "cut", "nochunk")
 ERRORS = {
     "e500": (500, "InternalError", "We encountered an internal error. Please try again."),
     "slowdown": (503, "SlowDown", "Please reduce your request rate."),
+    "denied": (403, "AccessDenied", "Access Denied"),
     "nochunk": (501, "NotImplemented", "A header you provided implies functionality that is not implemented"),
 }
 

@@ -534,7 +534,7 @@ TEST(CliCache, SecondGenerationOptions) {
   EXPECT_NE(usage_error({"cache", "--max-entry", "12X", "k", "true"}).find("invalid size '12X'"),
             std::string::npos);
   EXPECT_EQ(usage_error({"cache", "--store", "nfs", "k", "true"}),
-            "invalid --store 'nfs': expected file, redis or an http:// or https:// URL");
+            "invalid --store 'nfs': expected file, redis, an http:// or https:// URL or s3://BUCKET/PREFIX");
 }
 
 TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
@@ -552,7 +552,7 @@ TEST(CliCache, TheRedisStoreWantsOneRedisServer) {
             "--store redis needs exactly one Redis server, not 2");
   Env bad_env{{{"BUFFERLOCK_CACHE_STORE", "nfs"}}};
   EXPECT_EQ(usage_error({"cache", "k", "true"}, bad_env),
-            "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file, redis or an http:// or https:// URL");
+            "invalid BUFFERLOCK_CACHE_STORE 'nfs': expected file, redis, an http:// or https:// URL or s3://BUCKET/PREFIX");
 }
 
 // --on-lost term fits the renewal attempts and --kill-after into the lease
@@ -654,7 +654,7 @@ TEST(Cli, HttpStoreUrlAndItsOptions) {
 
 TEST(Cli, HttpStoreBadInput) {
   EXPECT_EQ(usage_error({"cache", "--store", "ftp://h/x", "k", "true"}),
-            "invalid --store 'ftp://h/x': expected file, redis or an http:// or https:// URL");
+            "invalid --store 'ftp://h/x': expected file, redis, an http:// or https:// URL or s3://BUCKET/PREFIX");
   EXPECT_EQ(usage_error({"cache", "--store", "http://u:secret@/x", "k", "true"}),
             "invalid --store 'http://u:***@/x': no host");
   EXPECT_EQ(usage_error({"cache", "--store", "http://h:99999/x", "k", "true"}),

@@ -1,0 +1,214 @@
+#include "cache/s3_store.hpp"
+
+#include "cache/streamed_build.hpp"
+#include "messages.hpp"
+#include "util/md5.hpp"
+
+#include <algorithm>
+
+namespace bufferlock {
+
+namespace {
+
+constexpr int most_parts = 10000; // S3's limit
+
+Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
+Lookup missing() { return {LookupState::missing, {}, {}}; }
+
+// A build sent as it is made (s3_store.hpp).
+class S3Build final : public StreamedBuild {
+public:
+  S3Build(const S3Store& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+          const BuildContents& what)
+      : StreamedBuild(store, key, inputs, created_ns, what, S3Store::part_size), store_(store),
+        object_(store.object_key(key, entry_address(inputs, what.outputs))) {}
+
+  // Not completed: the upload goes, parts and all.
+  ~S3Build() override { abort(); }
+
+private:
+  bool send_part(std::string& p) override {
+    if (upload_id_.empty()) {
+      const s3::Reply r = store_.client().begin_upload(object_, upload_id_);
+      if (!r.ok()) return failed(r);
+    }
+    if (etags_.size() + 1 >= most_parts) {
+      fail(SysError{store_.location(), "the entry needs more than " + std::to_string(most_parts) + " parts"});
+      return false;
+    }
+    std::string etag;
+    const s3::Reply r = store_.client().send_part(object_, upload_id_, static_cast<int>(etags_.size() + 1), p, etag);
+    if (!r.ok()) return failed(r);
+    etags_.push_back(std::move(etag));
+    return true;
+  }
+
+  std::optional<SysError> finish(std::string& last_part, const std::string& head,
+                                 const std::string& trailer) override {
+    last_part += head;
+    last_part += trailer;
+    last_part += encode_object_footer(head.size());
+    if (upload_id_.empty()) { // one part in all: one PUT
+      const s3::Reply r = store_.client().put(object_, last_part);
+      if (!r.ok()) return SysError{store_.location(), r.text()};
+      return std::nullopt;
+    }
+    if (!send_part(last_part)) return error();
+    const s3::Reply r = store_.client().complete_upload(object_, upload_id_, etags_);
+    if (!r.ok()) return SysError{store_.location(), r.text()};
+    upload_id_.clear(); // an object now: nothing to abort
+    return std::nullopt;
+  }
+
+  void abandon() override { abort(); }
+
+  bool failed(const s3::Reply& r) {
+    fail(SysError{store_.location(), r.text()});
+    return false;
+  }
+
+  void abort() {
+    if (upload_id_.empty()) return;
+    const s3::Reply r = store_.client().abort_upload(object_, upload_id_);
+    diag::debug_lazy([&] {
+      return message(Msg::cache_s3_upload_aborted,
+                     {{"server", store_.location()}, {"object", object_}, {"error", r.ok() ? "done" : r.text()}});
+    });
+    upload_id_.clear();
+    etags_.clear();
+  }
+
+  const S3Store& store_;
+  std::string object_;
+  std::string upload_id_; // a multipart upload under way
+  std::vector<std::string> etags_; // of the parts sent
+};
+
+} // namespace
+
+constexpr StoreMessages s3_messages{Msg::cache_redis_entry_corrupt, Msg::cache_redis_read_failed,
+                                    Msg::cache_s3_store_failed,     Msg::cache_s3_list_failed,
+                                    Msg::cache_s3_drop_failed,      Msg::cache_s3_list_failed};
+
+// The ranged GETs of cache/remote_object.hpp: 404, and 403 but for a
+// refused key or signature (an IAM policy without s3:ListBucket answers
+// 403 for a missing key), are misses; an empty object (416) is none.
+class S3Store::Reader final : public ObjectReader {
+public:
+  explicit Reader(const S3Store& store) : store_(store) {}
+  RangeReply get(const std::string& name, std::string& out, std::size_t most, const std::string& range) const override {
+    return reply(store_.client().get(name, out, most, range));
+  }
+  RangeReply get(const std::string& name, int fd, const std::string& range) const override {
+    return reply(store_.client().get(name, fd, range));
+  }
+
+private:
+  static RangeReply reply(const s3::Reply& r) {
+    if (r.missing() || (r.error.empty() && r.status == 403 && !r.refused())) return {LookupState::missing, false, {}};
+    if (r.error.empty() && r.status == 416) return {LookupState::corrupt, false, "not an entry"};
+    if (!r.ok()) return {LookupState::unreadable, false, r.text()};
+    return {LookupState::found, r.status == 206, {}};
+  }
+  const S3Store& store_;
+};
+
+S3Store::S3Store(s3::Settings settings)
+    : EntryStore(s3_messages),
+      display_("s3://" + settings.location.bucket + "/" + settings.location.prefix),
+      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)) {}
+
+std::uint64_t S3Store::stored_size(const EntryHeader& h) const { return h.file_size() + object_footer_size; }
+
+std::string S3Store::object_key(std::string_view key, const Inputs& inputs) const {
+  return client_.settings().location.prefix + entry_file_name(key, inputs);
+}
+
+std::string S3Store::where(std::string_view key, const Inputs& inputs) const {
+  return "S3 store " + display_ + ", object " + object_key(key, inputs);
+}
+
+Lookup S3Store::lookup(std::string_view key, const Inputs& inputs) const {
+  return read_object_entry(reader(), key, object_key(key, inputs), signer_);
+}
+
+Lookup S3Store::peek(std::string_view key, const Inputs& address) const {
+  ObjectTail t;
+  Lookup l = read_object_tail(reader(), object_key(key, address), t);
+  if (l.state == LookupState::unreadable) return l;
+  if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address)) return missing();
+  return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
+}
+
+std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view start) const {
+  const std::string& prefix = client_.settings().location.prefix;
+  std::vector<s3::Object> objects;
+  const s3::Reply r = client_.list(prefix + std::string(start), objects);
+  if (!r.ok()) return SysError{display_, "ListObjectsV2: " + r.text()};
+  std::vector<ObjectHead> out;
+  for (s3::Object& o : objects) {
+    const std::string_view name = std::string_view(o.key).substr(prefix.size());
+    if (!is_entry_file_name(name)) continue;
+    ObjectTail t;
+    const Lookup l = read_object_tail(reader(), o.key, t);
+    if (l.state == LookupState::missing) continue; // gone meanwhile
+    if (l.state == LookupState::unreadable) return SysError{display_, l.why};
+    std::optional<EntryHeader> h;
+    if (l.state == LookupState::found) h = std::move(t.header);
+    // Filed under another name than its own: not an entry of this store.
+    if (h && object_key(h->key, h->address()) != o.key) h.reset();
+    out.push_back({std::move(o.key), std::move(h)});
+  }
+  return out;
+}
+
+std::optional<SysError> S3Store::remove(const std::string& object, const EntryHeader* h,
+                                        std::string_view why) const {
+  const s3::Reply r = client_.del(object);
+  if (r.missing()) return std::nullopt;
+  if (!r.ok()) return SysError{display_, "DELETE: " + r.text()};
+  say_removed(h, h ? where(h->key, h->address()) : "S3 store " + display_ + ", object " + object,
+              h ? stored_size(*h) : 0, why);
+  return std::nullopt;
+}
+
+Lookup S3Store::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  auto found = heads(md5_hex(key) + '.');
+  if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
+  std::vector<StaleCandidate> candidates;
+  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
+    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
+  return newest_readable(key, outputs, std::move(candidates),
+                         [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
+}
+
+std::optional<SysError> S3Store::drop(std::string_view key) const {
+  auto found = heads(md5_hex(key) + '.');
+  if (auto* e = std::get_if<SysError>(&found)) return *e;
+  std::vector<ObjectHead>& all = std::get<std::vector<ObjectHead>>(found);
+  // Also when the listing missed it (stored meanwhile).
+  if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_key(key); }))
+    all.push_back({object_key(key), std::nullopt});
+  for (const ObjectHead& h : all)
+    if (auto e = remove(h.name, h.header ? &*h.header : nullptr, "dropped")) return e;
+  return std::nullopt;
+}
+
+std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
+  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
+}
+
+// Objects named as entries that are none go too.
+std::variant<GcCounts, SysError> S3Store::gc(const GcPolicy& policy) const {
+  return gc_objects(
+      heads(""), policy,
+      [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
+      [&](const EntryHeader& h) { return stored_size(h); }, display_);
+}
+
+BuildOrError S3Store::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                                  const BuildContents& what) const {
+  return start_build<S3Build>(*this, key, inputs, created_ns, what);
+}
+
+} // namespace bufferlock

@@ -1,0 +1,75 @@
+// Entries in an S3 bucket (--store s3://BUCKET/PREFIX, SPEC §19): one object
+// per entry address under PREFIX/, named as the http store names its
+// objects (<md5 of KEY>[.<address hex>].entry) and laid out as they are
+// (cache/http_store.hpp): body | header | trailer | footer, so that a build
+// sends its body while it is made. Requests are signed (s3/client.hpp).
+//
+// An entry up to one part (part_size) goes up as one PUT once the build
+// is over; a larger one as a multipart upload begun with its first full
+// part, each part sent before the build goes on (one part in flight: the
+// build's memory is one part and libcurl's buffers), completed by
+// publish(), aborted when the build fails, outgrows --max-entry, is
+// stopped by a signal or loses its lock: no object a reader could take for
+// an entry, no parts left behind. Object bodies are sent UNSIGNED-PAYLOAD
+// (the entry's own checksums are verified on every read); the small XML
+// bodies are signed with their SHA-256.
+//
+// A hit reads the tail with a suffix range, then the body with a range
+// into an unnamed file behind the header, verified there before its first
+// byte is served. 404, and 403 but for a refused key or signature (an IAM
+// policy without s3:ListBucket answers 403 for a missing key), are misses.
+// Listing (--list, --drop, --gc) is ListObjectsV2; an object under PREFIX
+// that is not named as an entry, or whose tail is no entry's, is none.
+#pragma once
+
+#include "cache/remote_object.hpp"
+#include "cache/store.hpp"
+#include "s3/client.hpp"
+
+#include <memory>
+#include <optional>
+#include <variant>
+
+namespace bufferlock {
+
+class S3Store final : public EntryStore {
+public:
+  // S3's smallest part is 5 MiB; one part is held in memory by a build.
+  static constexpr std::size_t part_size = 8 * 1024 * 1024;
+
+  explicit S3Store(s3::Settings settings);
+
+  std::string_view name() const override { return "s3"; }
+  std::string location() const override { return display_; }
+  // Bytes cost the network: always compressed.
+  bool compresses(bool) const override { return true; }
+  std::string where(std::string_view key, const Inputs& inputs) const override;
+  std::optional<SysError> prepare() const override { return std::nullopt; }
+  std::uint64_t stored_size(const EntryHeader& h) const override;
+  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  Lookup peek(std::string_view key, const Inputs& inputs) const override;
+  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
+  std::optional<SysError> drop(std::string_view key) const override;
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
+  BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
+                           const BuildContents& what) const override;
+  std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
+  void after_fork() const override { client_.reset(); }
+
+  // The object key of an entry: PREFIX + its name.
+  std::string object_key(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  s3::Client& client() const { return client_; }
+
+private:
+  class Reader;
+  const ObjectReader& reader() const { return *reader_; }
+  // The entry objects whose names start with `start`, with their headers.
+  std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view start) const;
+  std::optional<SysError> remove(const std::string& object, const EntryHeader* h, std::string_view why) const;
+
+  std::string display_; // s3://BUCKET/PREFIX
+  mutable s3::Client client_;
+  std::unique_ptr<ObjectReader> reader_;
+};
+
+} // namespace bufferlock

@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# bufferlock cache --store s3://… when the S3 server fails (SPEC §19): the
+# fault server (tests/tools/s3_fault_server.py) in front of the real S3 test
+# server answers 500 / 503 SlowDown, stalls, cuts bodies, refuses chunked
+# PUTs; bufferlock's requests pass through it signed, checked upstream.
+
+bats_require_minimum_version 1.5.0
+
+load s3_helpers
+load cache_helpers
+
+setup_file() { s3_setup_file; }
+teardown_file() { s3_teardown_file; }
+
+setup() {
+    s3_setup
+    cache_setup
+    start_s3_fault_server
+}
+teardown() {
+    track_descendants
+    cache_teardown
+}
+
+# blf ARGS...: `bufferlock cache` on the test's store through the fault server.
+blf() {
+    AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$@"
+}
+
+@test "404 is a miss without a warning; 500 twice on read is retried: the entry served, no warning, no build" {
+    run --separate-stderr blf "$K" "$COUNTED" 0 first
+    assert_success
+    assert_stderr_empty
+    s3_fault e500 GET 2
+    run --separate-stderr blf "$K" "$COUNTED" 0 second
+    assert_success
+    assert_stderr_empty
+    assert_output first
+    assert_runs 1
+    run s3_fault_requests
+    assert_equal "$(grep -c '^GET .* 500$' <<<"$output")" 2
+}
+
+@test "403 AccessDenied on read (a policy without s3:ListBucket) is a miss without a warning: built and stored" {
+    s3_fault denied GET
+    run --separate-stderr blf "$K" "$COUNTED" 0 built
+    assert_success
+    assert_stderr_empty
+    assert_output built
+    run s3_fault_requests
+    assert_output --regexp "GET [^ ]*$(key_md5 "$K").entry 403"
+    assert_equal "$(s3_keys)" "$S3_T/$(key_md5 "$K").entry"
+}
+
+@test "500 or 503 SlowDown on every read: retried within --store-timeout, then one warning naming it; built, no upload tried" {
+    local mode code t0 ms n=0
+    for mode in e500 slowdown; do
+        code='500 \(InternalError\)'
+        [[ $mode == slowdown ]] && code='503 \(SlowDown\)'
+        s3_fault "$mode" GET
+        t0=$(now_us)
+        run --separate-stderr blf --store-timeout 2 "$K" "$COUNTED" 0 "built-$mode"
+        ms=$(elapsed_ms "$t0")
+        assert_success
+        assert_output "built-$mode"
+        assert_equal "${#stderr_lines[@]}" 1
+        assert_regex "$stderr" "^bufferlock: cannot read the cache entry of '$K' .*: HTTP status $code; rebuilding it\$"
+        ((ms < 2000 + $(slack_ms 3000))) || fail "took $ms ms with --store-timeout 2"
+        run s3_fault_requests
+        (($(grep -c '^GET ' <<<"$output") > 1)) || fail "not retried: $output"
+        refute_output --partial 'PUT '
+        assert_runs $((++n))
+        : >"$S3_FAULT_LOG"
+    done
+    assert_equal "$(s3_keys)" ''
+}
+
+@test "503 SlowDown on every upload: the output served, one warning (not stored), no object, no multipart upload left" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_fault slowdown PUT
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" env AWS_ENDPOINT_URL="$S3_FAULT_ENDPOINT" \
+        "$BL" cache --cache-dir "$C" --store "$S3_STORE" --store-timeout 2 "$K" cat "$T/20m"
+    assert_success
+    assert_same_bytes "$T/20m" "$T/out"
+    assert_equal "${#stderr_lines[@]}" 1
+    assert_regex "$stderr" "^bufferlock: output of '$K' not stored: S3 store .*: HTTP status 503 \(SlowDown\)\$"
+    assert_equal "$(s3_keys)" ''
+    assert_equal "$(s3_uploads)" ''
+    run s3_fault_requests
+    assert_output --regexp 'DELETE [^ ]*uploadId=[^ ]* 204'
+}
+
+@test "a stalled body, or a body cut short, with --store-timeout 1: one warning within a bound, the build runs" {
+    head -c 200000 /dev/urandom >"$T/old"
+    blf "$K" cat "$T/old" >/dev/null
+    local mode t0 ms n=0
+    for mode in stall cut; do
+        s3_fault "$mode" GET
+        t0=$(now_us)
+        run --separate-stderr blf --store-timeout 1 "$K" "$COUNTED" 0 "rebuilt-$mode"
+        ms=$(elapsed_ms "$t0")
+        assert_success
+        assert_output "rebuilt-$mode"
+        assert_equal "${#stderr_lines[@]}" 1
+        assert_regex "$stderr" "^bufferlock: cannot read the cache entry of '$K' .*; rebuilding it\$"
+        ((ms < 2000 + $(slack_ms 2000))) || fail "took $ms ms with --store-timeout 1"
+        assert_runs $((++n))
+    done
+}
+
+@test "a server that refuses chunked PUTs (as S3 does): a 20 MiB entry still goes up, its parts with their lengths" {
+    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_fault nochunk
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" env AWS_ENDPOINT_URL="$S3_FAULT_ENDPOINT" \
+        "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" cat "$T/20m"
+    assert_success
+    assert_stderr_empty
+    run s3_fault_requests
+    assert_equal "$(grep -c '^PUT .*partNumber=.* 200$' <<<"$output")" 3
+    refute_output --regexp ' 501$'
+    assert_equal "$(s3_keys)" "$S3_T/$(key_md5 "$K").entry"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" false
+    assert_success
+    assert_same_bytes "$T/20m" "$T/hit"
+}
