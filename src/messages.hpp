@@ -164,7 +164,7 @@ namespace bufferlock {
   X(cache_removed, "removed '%{key}' (inputs %{inputs}, %{stored} bytes) from %{from}: %{why}")               \
   X(cache_removed_file, "removed %{path}: %{why}")                                                            \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
-  X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")
+  X(cache_gc_trimmed, "removed the %{entries} least recently used entries to bring %{path} under %{size} bytes")
 
 enum class Msg {
 #define BUFFERLOCK_MSG_ENUM(key, text) key,

@@ -418,7 +418,7 @@ std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   const auto& all = std::get<std::vector<Head>>(found);
   GcCounts counts;
-  std::vector<SizedEntry> kept;
+  std::vector<WeighedEntry> kept;
   for (const Head& h : all) {
     if (!h.header || (max_age && freshness(h.header->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
       if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt"))
@@ -426,15 +426,14 @@ std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
       ++counts.entries_removed;
       continue;
     }
-    kept.push_back({h.header->created_ns, stored_size(*h.header), h.name});
+    kept.push_back({h.name, stored_size(*h.header), h.header->created_ns});
   }
-  if (max_size) {
+  if (max_size || policy.max_unused) {
     std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones: all with a header
     for (const Head& h : all)
       if (h.header) header_of.emplace(h.name, &*h.header);
-    const std::vector<std::string> oldest = over_size(std::move(kept), *max_size);
-    for (const auto& name : oldest) {
-      if (auto e = remove(name, header_of.at(name), "over --max-size (oldest)")) return *e;
+    for (const Removal& r : by_use(std::move(kept), policy)) {
+      if (auto e = remove(r.name, header_of.at(r.name), r.why)) return *e;
       ++counts.entries_removed;
     }
   }

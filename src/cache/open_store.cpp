@@ -111,6 +111,9 @@ public:
     return store_->begin_build(key, inputs, created_ns, what);
   }
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override { return store_->gc(policy); }
+  void record_use(const CachedEntry& e) const override {
+    if (!down_) store_->record_use(e);
+  }
   void after_fork() const override { store_->after_fork(); }
   void sign_with(const EntrySigner* signer) override {
     signer_ = signer;
