@@ -5,6 +5,7 @@
 #include "messages.hpp"
 #include "run/command.hpp"
 #include "redis/url.hpp"
+#include "util/clock.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
 #include "util/le.hpp"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 namespace bufferlock {
@@ -176,8 +178,8 @@ constexpr StoreMessages http_messages{Msg::cache_redis_entry_corrupt, Msg::cache
                                       Msg::cache_http_store_failed,   Msg::cache_http_list_failed,
                                       Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
 
-HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
-    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)) {
+HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses)
+    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)), uses_(std::move(uses)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -410,33 +412,52 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   return out;
 }
 
+void HttpStore::record_use(const CachedEntry& e) const {
+  if (uses_) uses_->record(object_name(e.header.key, e.header.address()), wall_clock_ns());
+}
+
 std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
   const std::optional<Nanos>& max_age = policy.max_age;
-  const std::optional<std::uint64_t>& max_size = policy.max_size;
   const std::int64_t now_ns = policy.now_ns;
+  const bool by_use_asked = policy.max_size || policy.max_unused;
+  std::map<std::string, std::int64_t> used;
+  if (by_use_asked && uses_) {
+    auto read = uses_->read();
+    if (auto* e = std::get_if<SysError>(&read)) return *e;
+    used = std::move(std::get<0>(read));
+  } else if (by_use_asked) {
+    diag::warn(message(Msg::cache_gc_by_age, {{"server", server()}}));
+  }
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   const auto& all = std::get<std::vector<Head>>(found);
   GcCounts counts;
+  std::vector<std::string> gone; // whose uses are forgotten
+  const auto removed = [&](const std::string& name) {
+    ++counts.entries_removed;
+    gone.push_back(name);
+  };
   std::vector<WeighedEntry> kept;
+  std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones
   for (const Head& h : all) {
     if (!h.header || (max_age && freshness(h.header->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
       if (auto e = remove(h.name, h.header ? &*h.header : nullptr, h.header ? "expired" : "corrupt"))
         return *e;
-      ++counts.entries_removed;
+      removed(h.name);
       continue;
     }
-    kept.push_back({h.name, stored_size(*h.header), h.header->created_ns});
+    const auto u = used.find(h.name);
+    kept.push_back({h.name, stored_size(*h.header), u != used.end() ? u->second : h.header->created_ns});
+    header_of.emplace(h.name, &*h.header);
   }
-  if (max_size || policy.max_unused) {
-    std::unordered_map<std::string_view, const EntryHeader*> header_of; // the kept ones: all with a header
-    for (const Head& h : all)
-      if (h.header) header_of.emplace(h.name, &*h.header);
-    for (const Removal& r : by_use(std::move(kept), policy)) {
+  for (const auto& [name, when] : used) // objects gone by other hands
+    if (!header_of.count(name)) gone.push_back(name);
+  if (by_use_asked)
+    for (const Removal& r : by_use(std::move(kept), policy, uses_ ? "last used" : "built")) {
       if (auto e = remove(r.name, header_of.at(r.name), r.why)) return *e;
-      ++counts.entries_removed;
+      removed(r.name);
     }
-  }
+  if (uses_) uses_->forget(gone);
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done,
                    {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", server()}});

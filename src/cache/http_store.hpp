@@ -22,6 +22,7 @@
 // Listing (--list, --drop, --gc) is WebDAV PROPFIND, Depth: 1.
 #pragma once
 
+#include "cache/object_uses.hpp"
 #include "cache/store.hpp"
 #include "http/client.hpp"
 #include "http/url.hpp"
@@ -43,7 +44,9 @@ std::optional<std::uint64_t> object_tail_size(std::string_view last, std::string
 
 class HttpStore final : public EntryStore {
 public:
-  HttpStore(StoreUrl url, HttpSettings settings);
+  // `uses`: where hits record the objects' last use (the -r Redis); null
+  // without -r, when --gc weighs entries by their build.
+  HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses = nullptr);
 
   std::string_view name() const override { return "http"; }
   std::string location() const override { return server(); }
@@ -63,12 +66,18 @@ public:
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                            const BuildContents& what) const override;
-  void after_fork() const override { client_.reset(); }
+  void after_fork() const override {
+    client_.reset();
+    if (uses_) uses_->after_fork();
+  }
 
   // --gc: removes entries older than max_age (when given) and objects that
-  // are no entries, then the oldest until the rest add up to at most
-  // max_size (when given).
+  // are no entries, then by last use (ObjectUses; without, by their build,
+  // said once) those unused for max_unused and the least recently used
+  // until the rest add up to at most max_size (when given).
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
+  // With `uses`: the object's use, once a minute.
+  void record_use(const CachedEntry& e) const override;
 
   // The URL as given, password hidden.
   const std::string& server() const { return url_.display; }
@@ -114,6 +123,7 @@ private:
   StoreUrl url_;
   HttpSettings settings_;
   mutable std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<ObjectUses> uses_;
 };
 
 // The object names in a WebDAV multistatus document: the last segment of

@@ -23,6 +23,11 @@ struct StoreRequest {
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
 
+// Whether -r named a server (without it the URL is the empty default).
+bool names_server(const RedisUrl& url) {
+  return url.transport != RedisUrl::Transport::tcp || !url.host.empty();
+}
+
 Opened open_file(const StoreRequest& r) { return std::make_unique<CacheStore>(r.cache_dir); }
 
 Opened open_redis(const StoreRequest& r) {
@@ -46,7 +51,10 @@ Opened open_http(const StoreRequest& r) {
     while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
       s.token.pop_back();
   }
-  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s));
+  // With -r, hits record the objects' last use there.
+  std::unique_ptr<ObjectUses> uses;
+  if (names_server(r.redis.url)) uses = std::make_unique<ObjectUses>(r.redis, r.cache.store_url.display);
+  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s), std::move(uses));
 }
 
 // The stores, by the scheme of --store.

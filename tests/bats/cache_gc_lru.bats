@@ -162,15 +162,16 @@ once_a_minute() {
 }
 
 @test "http without -r: --gc falls back on age, and says so in one line" {
-    bl_on http old "$COUNTED" 0 old-entry >/dev/null
-    sleep 1.1
     head -c 20000 /dev/urandom >"$T/big"
-    bl_on http new cat "$T/big" >/dev/null
-    run --separate-stderr bl_on http --gc --max-size 30K -v
+    bl_on http old cat "$T/big" >/dev/null
+    sleep 1.1
+    bl_on http new "$COUNTED" 0 new-entry >/dev/null
+    bl_on http old cat "$T/big" >/dev/null # a hit, which it cannot record
+    run --separate-stderr bl_on http --gc --max-size 10K -v
     assert_success
     assert_equal "$(grep -c 'no record of use' <<<"$stderr")" 1
     assert_regex "$stderr" "bufferlock: .*no record of use without -r.*"
-    assert_regex "$stderr" "removed 'old' .*: least recently used \(built [0-9]+s ago\), over --max-size 30720 bytes"
+    assert_regex "$stderr" "removed 'old' .*: least recently used \(built [0-9]+s ago\), over --max-size 10240 bytes"
     assert_equal "$(listed http)" new
     # Without -v too.
     run --separate-stderr bl_on http --gc --max-unused 1h
