@@ -425,11 +425,10 @@ std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
     auto read = uses_->read();
     if (auto* e = std::get_if<SysError>(&read)) return *e;
     used = std::move(std::get<0>(read));
-  } else if (by_use_asked) {
-    diag::warn(message(Msg::cache_gc_by_age, {{"server", server()}}));
   }
   auto found = heads("");
   if (auto* e = std::get_if<SysError>(&found)) return *e;
+  if (by_use_asked && !uses_) diag::warn(message(Msg::cache_gc_by_age, {{"server", server()}}));
   const auto& all = std::get<std::vector<Head>>(found);
   GcCounts counts;
   std::vector<std::string> gone; // whose uses are forgotten
