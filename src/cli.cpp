@@ -275,7 +275,8 @@ constexpr std::array<OptionDecl, 56> option_table = {{
      "remove corrupt entries, entries older than --max-age, and temporary files whose builder is gone", "",
      "", Scope::cache},
     {Opt::max_size, "--max-size", "SIZE", g_cache,
-     "with --gc: then remove the least recently used entries until the store is under SIZE (suffix K, M or G)",
+     "with --gc: then remove the least recently used entries until the store is under SIZE "
+     "(suffix K, M or G)",
      "", "", Scope::cache},
     {Opt::max_unused, "--max-unused", "SECONDS", g_cache,
      "with --gc: remove entries not used (hit or built) for SECONDS", "", "", Scope::cache},
@@ -1264,7 +1265,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (!c.excludes.empty() && c.depends.empty())
       usage(Msg::usage_option_needs, {{"option", "--exclude"}, {"value", "--depends"}});
     if (c.max_size && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-size"}, {"value", "--gc"}});
-    if (c.max_unused && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-unused"}, {"value", "--gc"}});
+    if (c.max_unused && !c.gc)
+      usage(Msg::usage_option_needs, {{"option", "--max-unused"}, {"value", "--gc"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       if (c.store == CacheStoreKind::redis)

@@ -32,7 +32,7 @@ bool names_same_file(const std::string& path, int fd) { return names_open_file(A
 struct HeadOnly {
   UniqueFd fd;
   std::uint64_t size = 0;
-  std::int64_t last_used_ns = 0; // its access time
+  std::int64_t last_used_ns = 0;     // its access time
   std::optional<EntryHeader> header; // nullopt: not an entry (or not one of this size)
 };
 
@@ -295,9 +295,9 @@ std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
   }
   if (policy.max_size)
     diag::debug_lazy([&] {
-      return message(Msg::cache_gc_trimmed, {{"entries", std::to_string(removed)},
-                                             {"path", dir_},
-                                             {"size", std::to_string(*policy.max_size)}});
+      return message(
+          Msg::cache_gc_trimmed,
+          {{"entries", std::to_string(removed)}, {"path", dir_}, {"size", std::to_string(*policy.max_size)}});
     });
   c.entries_removed += removed;
   return c;

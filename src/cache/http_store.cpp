@@ -3,8 +3,8 @@
 #include "cache/streamed_build.hpp"
 #include "cache/streamed_restore.hpp"
 #include "messages.hpp"
-#include "run/command.hpp"
 #include "redis/url.hpp"
+#include "run/command.hpp"
 #include "util/clock.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
@@ -179,7 +179,8 @@ constexpr StoreMessages http_messages{Msg::cache_redis_entry_corrupt, Msg::cache
                                       Msg::cache_http_drop_failed,    Msg::cache_http_cannot_list};
 
 HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses)
-    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)), uses_(std::move(uses)) {
+    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)),
+      uses_(std::move(uses)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }

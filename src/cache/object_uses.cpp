@@ -26,8 +26,7 @@ std::variant<std::map<std::string, std::int64_t>, SysError> ObjectUses::read() c
   if (auto* e = std::get_if<RedisError>(&r)) return SysError{redis_->server(), e->text};
   const redisReply* rep = std::get<RedisReply>(r).get();
   std::map<std::string, std::int64_t> out;
-  if (rep->type != REDIS_REPLY_ARRAY)
-    return SysError{redis_->server(), "unexpected reply to HGETALL"};
+  if (rep->type != REDIS_REPLY_ARRAY) return SysError{redis_->server(), "unexpected reply to HGETALL"};
   for (std::size_t i = 0; i + 1 < rep->elements; i += 2) {
     const redisReply* name = rep->element[i];
     const redisReply* ms = rep->element[i + 1];

@@ -592,7 +592,8 @@ int admin(const CacheRequest& o, const EntryStore& store) {
     if (auto e = store.drop(o.key)) return failed(*e, store.messages().drop_failed);
     return exit_code::ok;
   }
-  const auto counts = store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
+  const auto counts =
+      store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
   return exit_code::ok;
 }

@@ -39,7 +39,8 @@ inline constexpr RedisScript cache_publish_script{
 // have no time to live); its time to live is kept. KEYS = {entry key};
 // ARGV = {now ms}. 1 when recorded.
 inline constexpr RedisScript cache_use_script{
-    "if redis.call('HEXISTS', KEYS[1], 'h') == 1 then redis.call('HSET', KEYS[1], 'u', ARGV[1]) return 1 end return 0",
+    "if redis.call('HEXISTS', KEYS[1], 'h') == 1 then redis.call('HSET', KEYS[1], 'u', ARGV[1]) return 1"
+    " end return 0",
     "f8e3eab62488f0fe59ebd1be945aabcf00f9360d", 1};
 
 // A use of an object of an http (or S3) store in the -r Redis: field NAME
@@ -47,8 +48,9 @@ inline constexpr RedisScript cache_use_script{
 // RESOLUTION ms; the hash lives TTL ms after its last write. KEYS = {hash};
 // ARGV = {name, now ms, resolution ms, ttl ms}. 1 when recorded.
 inline constexpr RedisScript cache_object_use_script{
-    "local u = tonumber(redis.call('HGET', KEYS[1], ARGV[1])) if u and tonumber(ARGV[2]) - u < tonumber(ARGV[3]"
-    ") then return 0 end redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('PEXPIRE', KEYS[1], ARGV[4]) return 1",
+    "local u = tonumber(redis.call('HGET', KEYS[1], ARGV[1])) if u and tonumber(ARGV[2]) - u < tonum"
+    "ber(ARGV[3]) then return 0 end redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('PEXPIR"
+    "E', KEYS[1], ARGV[4]) return 1",
     "7ada4806ee991fb2bd5aca7da4831a0c14af818a", 1};
 
 } // namespace bufferlock

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 #include <cerrno>
+#include <map>
 #include <utility>
 
 namespace bufferlock {

@@ -56,12 +56,15 @@ std::string seconds_ago(std::int64_t then_ns, std::int64_t now_ns) {
 
 } // namespace
 
-std::vector<Removal> by_use(std::vector<WeighedEntry> entries, const GcPolicy& policy, std::string_view since) {
+std::vector<Removal> by_use(std::vector<WeighedEntry> entries, const GcPolicy& policy,
+                            std::string_view since) {
   // Least recently used first; of two used as late, the greater name first (a fixed order).
   std::sort(entries.begin(), entries.end(), [](const WeighedEntry& a, const WeighedEntry& b) {
     return std::tie(a.last_used_ns, b.name) < std::tie(b.last_used_ns, a.name);
   });
-  const auto when = [&](const WeighedEntry& e) { return std::string(since) + " " + seconds_ago(e.last_used_ns, policy.now_ns); };
+  const auto when = [&](const WeighedEntry& e) {
+    return std::string(since) + " " + seconds_ago(e.last_used_ns, policy.now_ns);
+  };
   std::vector<Removal> out;
   std::uint64_t total = 0;
   for (const auto& e : entries)

@@ -660,7 +660,8 @@ TEST(CacheGc, ByUseRemovesTheLeastRecentlyUsedUntilUnder) {
   // --max-unused: unused for longer than it, whatever the size.
   EXPECT_EQ(names_of(by_use(e, GcPolicy{{}, {}, 100, Nanos(75)})), (std::vector<std::string>{"a", "b"}));
   // Both: the unused go first, then by last use until under the size.
-  EXPECT_EQ(names_of(by_use(e, GcPolicy{{}, 100, 100, Nanos(85)})), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(names_of(by_use(e, GcPolicy{{}, 100, 100, Nanos(85)})),
+            (std::vector<std::string>{"a", "b", "c"}));
   const auto removed = by_use(e, GcPolicy{{}, 349, 100'000'000'010});
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0].why, "least recently used (last used 100s ago), over --max-size 349 bytes");
