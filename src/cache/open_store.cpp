@@ -23,9 +23,12 @@ struct StoreRequest {
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
 
-// Whether -r named a server (without it the URL is the empty default).
-bool names_server(const RedisUrl& url) {
-  return url.transport != RedisUrl::Transport::tcp || !url.host.empty();
+// Where a remote store at `location` (http, S3) records its objects' last
+// use: the -r Redis; null without -r (its URL is then the empty default).
+std::unique_ptr<ObjectUses> object_uses(const StoreRequest& r, const std::string& location) {
+  const RedisUrl& url = r.redis.url;
+  if (url.transport == RedisUrl::Transport::tcp && url.host.empty()) return nullptr;
+  return std::make_unique<ObjectUses>(r.redis, location);
 }
 
 Opened open_file(const StoreRequest& r) { return std::make_unique<CacheStore>(r.cache_dir); }
@@ -51,10 +54,8 @@ Opened open_http(const StoreRequest& r) {
     while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
       s.token.pop_back();
   }
-  // With -r, hits record the objects' last use there.
-  std::unique_ptr<ObjectUses> uses;
-  if (names_server(r.redis.url)) uses = std::make_unique<ObjectUses>(r.redis, r.cache.store_url.display);
-  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s), std::move(uses));
+  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s),
+                                     object_uses(r, r.cache.store_url.display));
 }
 
 // The stores, by the scheme of --store.
