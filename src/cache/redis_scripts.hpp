@@ -43,6 +43,14 @@ inline constexpr RedisScript cache_use_script{
     " end return 0",
     "f8e3eab62488f0fe59ebd1be945aabcf00f9360d", 1};
 
+// --gc's removal of an entry it weighed: only while its header and last
+// use are those it read (an entry rebuilt or hit meanwhile stays).
+// KEYS = {entry key}; ARGV = {header, last use as read or ""}. 1 when removed.
+inline constexpr RedisScript cache_gc_del_script{
+    "local v = redis.call('HMGET', KEYS[1], 'h', 'u') if v[1] == ARGV[1] and (v[2] or '') == ARGV[2] "
+    "then return redis.call('DEL', KEYS[1]) end return 0",
+    "4730a69534f7af7929f252deabe289770b13d276", 1};
+
 // A use of an object of an http (or S3) store in the -r Redis: field NAME
 // of the store's hash of uses, the time in ms, written at most once per
 // RESOLUTION ms; the hash lives TTL ms after its last write. KEYS = {hash};

@@ -222,7 +222,12 @@ std::variant<GcCounts, SysError> RedisStore::gc(const GcPolicy& policy) const {
   GcCounts counts;
   if (!policy.max_size && !policy.max_unused) return counts;
   std::vector<WeighedEntry> entries;
-  std::map<std::string, EntryHeader, std::less<>> headers; // for -v
+  // What was read of each: for -v, and for the removal (cache_gc_del_script).
+  struct Weighed {
+    EntryHeader header;
+    std::string head, used;
+  };
+  std::map<std::string, Weighed, std::less<>> weighed;
   // Only keys whose "h" decodes to an entry filed under that very name: a
   // lock, a wake list, a fence or a holder record is never one.
   auto error = scan({}, entry_pattern(), [&](std::string_view name) -> std::optional<SysError> {
@@ -237,17 +242,18 @@ std::variant<GcCounts, SysError> RedisStore::gc(const GcPolicy& policy) const {
     auto h = f[0] ? decode_header(*f[0], why) : std::nullopt;
     if (!h || entry_key(h->key, h->address()) != ekey) return std::nullopt;
     entries.push_back({ekey, stored_size(*h), used_ns(f[1]).value_or(h->created_ns)});
-    headers.emplace(ekey, std::move(*h));
+    weighed.emplace(ekey, Weighed{std::move(*h), std::move(*f[0]), f[1].value_or("")});
     return std::nullopt;
   });
   if (error) return *error;
   for (const Removal& r : by_use(std::move(entries), policy)) {
-    auto del = call({"DEL", r.name});
+    const Weighed& w = weighed.at(r.name);
+    auto del = eval(cache_gc_del_script, {r.name}, {w.head, w.used});
     if (auto* e = std::get_if<RedisError>(&del)) return SysError{server(), e->text};
     const redisReply* rep = std::get<RedisReply>(del).get();
-    if (rep->type != REDIS_REPLY_INTEGER || rep->integer == 0) continue; // gone meanwhile
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer == 0) continue; // gone, rebuilt or hit meanwhile
     ++counts.entries_removed;
-    const EntryHeader& h = headers.at(r.name);
+    const EntryHeader& h = w.header;
     say_removed(&h, where(h.key, h.address()), h.file_size(), r.why);
   }
   diag::debug_lazy([&] {
