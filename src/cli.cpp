@@ -99,6 +99,7 @@ enum class Opt {
   store_timeout,
   max_entry,
   max_size,
+  max_unused,
   list,
 };
 
@@ -146,7 +147,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 55> option_table = {{
+constexpr std::array<OptionDecl, 56> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -275,8 +276,11 @@ constexpr std::array<OptionDecl, 55> option_table = {{
      "remove corrupt entries, entries older than --max-age, and temporary files whose builder is gone", "",
      "", Scope::cache},
     {Opt::max_size, "--max-size", "SIZE", g_cache,
-     "with --gc: then remove the oldest entries until the store is under SIZE (suffix K, M or G)", "", "",
-     Scope::cache},
+     "with --gc: then remove the least recently used entries until the store is under SIZE "
+     "(suffix K, M or G)",
+     "", "", Scope::cache},
+    {Opt::max_unused, "--max-unused", "SECONDS", g_cache,
+     "with --gc: remove entries not used (hit or built) for SECONDS", "", "", Scope::cache},
     {Opt::json, "-J,--json", "", g_output,
      "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
      Scope::any, command_bit(Command::status) | command_bit(Command::list) | command_bit(Command::cache)},
@@ -593,6 +597,7 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     o.cache.max_size = *size;
     break;
   }
+  case Opt::max_unused: o.cache.max_unused = duration_value(typed, value); break;
   case Opt::on_lost:
     if (value == "warn")
       o.redis.on_lost = OnLost::warn;
@@ -776,16 +781,19 @@ std::string_view typed_name_of(const Parsed& p, Opt id) {
   return given(p, id) ? long_name(d) : d.env;
 }
 
-// Whether this run uses a lock backend: all but `cache --gc`, and `cache
-// --list` of a store other than Redis.
-bool uses_backend(const Parsed& p) {
-  const Options& o = p.opts;
-  if (o.command != Command::cache || o.cache.gc) return o.command != Command::cache;
-  return !o.cache.list || (p.store && *p.store == "redis");
-}
-
 bool http_store_named(const Parsed& p) { return p.store && is_http_store(*p.store); }
 bool s3_store_named(const Parsed& p) { return p.store && s3::is_s3_store(*p.store); }
+
+// Whether this run uses a lock backend: all but `cache --gc` and `cache
+// --list` of a store other than Redis, and for `cache --gc` of an http
+// store, whose last uses live in the -r Redis (SPEC §22).
+bool uses_backend(const Parsed& p) {
+  const Options& o = p.opts;
+  if (o.command != Command::cache) return true;
+  const bool redis_store = p.store && *p.store == "redis";
+  if (o.cache.gc) return redis_store || http_store_named(p) || s3_store_named(p);
+  return !o.cache.list || redis_store;
+}
 
 // A rediss:// URL among those named (unparsable ones are reported later).
 bool names_tls_server(const Parsed& p) {
@@ -1273,8 +1281,14 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (!c.excludes.empty() && c.depends.empty())
       usage(Msg::usage_option_needs, {{"option", "--exclude"}, {"value", "--depends"}});
     if (c.max_size && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-size"}, {"value", "--gc"}});
+    if (c.max_unused && !c.gc)
+      usage(Msg::usage_option_needs, {{"option", "--max-unused"}, {"value", "--gc"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      if (c.store == CacheStoreKind::redis)
+        check_redis_store(p, getenv);
+      else if (c.store == CacheStoreKind::http)
+        choose_backend(p, getenv); // -r: where the store's last uses are
       return o;
     }
     if (c.list) {

@@ -168,9 +168,10 @@ namespace bufferlock {
   X(cache_depends_missing, "--depends %{path}: %{error} (counted as missing)")                                \
   X(cache_dir_unusable, "cannot use the cache directory %{path} (its locks live there): %{error}")            \
   X(cache_removed, "removed '%{key}' (inputs %{inputs}, %{stored} bytes) from %{from}: %{why}")               \
+  X(cache_gc_by_age, "%{server}: no record of use without -r: --gc takes each entry's build as its last use")  \
   X(cache_removed_file, "removed %{path}: %{why}")                                                            \
   X(cache_gc_done, "removed %{entries} entries and %{temps} temporary files from %{path}")                   \
-  X(cache_gc_trimmed, "removed the %{entries} oldest entries to bring %{path} under %{size} bytes")
+  X(cache_gc_trimmed, "removed the %{entries} least recently used entries to bring %{path} under %{size} bytes")
 
 enum class Msg {
 #define BUFFERLOCK_MSG_ENUM(key, text) key,

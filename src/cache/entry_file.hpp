@@ -28,6 +28,9 @@ struct CachedEntry {
   // Its --output PATHs extracted while it was read (lookup_to_restore),
   // ready to be put in place; null: restored from the entry file.
   std::shared_ptr<StagedOutputs> staged = nullptr;
+  // Its last use as its store recorded it (SPEC §22), where the store tells
+  // it on a lookup (Redis: the hash's "u"); nullopt: never hit, or not told.
+  std::optional<std::int64_t> last_used_ns = std::nullopt;
 };
 
 // Reads the start of an entry file of `size` bytes into `head`: one read of

@@ -4,6 +4,7 @@
 #include "cache/streamed_build.hpp"
 #include "messages.hpp"
 #include "run/command.hpp"
+#include "util/clock.hpp"
 #include "util/io.hpp"
 #include "util/md5.hpp"
 #include "util/random.hpp"
@@ -31,17 +32,33 @@ bool names_same_file(const std::string& path, int fd) { return names_open_file(A
 struct HeadOnly {
   UniqueFd fd;
   std::uint64_t size = 0;
+  std::int64_t last_used_ns = 0;     // its access time
   std::optional<EntryHeader> header; // nullopt: not an entry (or not one of this size)
 };
+
+// Opens `path` (no symbolic link) to read it without moving its access
+// time, which is the entry's last use (SPEC §22): --list, --gc and a waiter's
+// peek are no use. O_NOATIME is the owner's alone; others read plainly.
+UniqueFd open_unused(const std::string& path) {
+  constexpr int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  UniqueFd fd(::open(path.c_str(), flags | O_NOATIME));
+  if (!fd && errno == EPERM) fd.reset(::open(path.c_str(), flags));
+  return fd;
+}
+
+std::int64_t atime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_atim.tv_sec) * 1'000'000'000 + st.st_atim.tv_nsec;
+}
 
 // Opens `path` (no symbolic link, a regular file) and decodes its header;
 // nullopt when it cannot be opened or read.
 std::optional<HeadOnly> read_header_of(const std::string& path) {
   HeadOnly h;
-  h.fd.reset(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  h.fd = open_unused(path);
   struct stat st {};
   if (!h.fd || ::fstat(h.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   h.size = static_cast<std::uint64_t>(st.st_size);
+  h.last_used_ns = atime_ns(st);
   std::string head, why;
   if (!read_entry_head(h.fd.get(), h.size, head)) return std::nullopt;
   h.header = decode_header(head, why);
@@ -137,7 +154,9 @@ std::string CacheStore::entry_path(std::string_view key, const Inputs& inputs) c
 
 Lookup CacheStore::lookup(std::string_view key, const Inputs& address) const {
   const std::string path = entry_path(key, address);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  // Read without moving its access time: record_use alone sets it (once a
+  // minute, never for --read-only).
+  UniqueFd fd = open_unused(path);
   if (!fd) {
     if (errno == ENOENT || errno == ENOTDIR) return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, errno == ELOOP ? "it is a symbolic link" : errno_text(errno)};
@@ -177,7 +196,7 @@ Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& 
   }
   const std::string wanted(key);
   return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) -> Lookup {
-    UniqueFd fd(::open((dir_ + "/" + c.name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd fd = open_unused(dir_ + "/" + c.name);
     std::string why, bytes;
     if (!fd) return {LookupState::missing, {}, {}};
     if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
@@ -203,36 +222,26 @@ std::optional<SysError> CacheStore::drop(std::string_view key) const {
   return std::nullopt;
 }
 
-int CacheStore::trim(std::uint64_t max_size) const {
-  std::vector<SizedEntry> entries;
-  std::map<std::string, std::pair<std::optional<EntryHeader>, std::uint64_t>> seen; // for -v
-  for (auto& name : entry_file_names(dir_)) {
-    auto h = read_header_of(dir_ + "/" + name);
-    if (!h) continue;
-    // A file that is no entry counts as the oldest (gc removes corrupt ones anyway).
-    entries.push_back({h->header ? h->header->created_ns : INT64_MIN, h->size, name});
-    seen.emplace(std::move(name), std::pair(std::move(h->header), h->size));
-  }
-  int removed = 0;
-  const std::vector<std::string> oldest = over_size(std::move(entries), max_size);
-  for (const auto& name : oldest) {
-    const std::string path = dir_ + "/" + name;
-    if (::unlink(path.c_str()) != 0) continue;
-    ++removed;
-    const auto& [h, size] = seen[name];
-    say_removed(h ? &*h : nullptr, path, size, h ? "over --max-size (oldest)" : "corrupt");
-  }
-  return removed;
+void CacheStore::record_use(const CachedEntry& e) const {
+  // The file's access time is its last use: set explicitly, whatever the
+  // mount's atime option (not on a read-only mount: then it stays unset).
+  struct stat st {};
+  if (!e.fd || ::fstat(e.fd.get(), &st) != 0 || !use_worth_recording(atime_ns(st), wall_clock_ns())) return;
+  const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::futimens(e.fd.get(), times);
 }
 
 GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const {
+  return sweep(max_age, now_ns, nullptr);
+}
+
+GcCounts CacheStore::sweep(std::optional<Nanos> max_age, std::int64_t now_ns, Weighed* kept) const {
   GcCounts counts;
   for (const auto& name : names_in(dir_, entry_or_temp_file)) {
     const std::string path = dir_ + "/" + name;
-    const bool is_temp = temp_file(name, {});
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd fd = open_unused(path);
     if (!fd) continue;
-    if (is_temp) {
+    if (temp_file(name, {})) {
       // The builder holds LOCK_EX on its temporary file until it is done
       // (and retries if we remove it before it could lock it: create_locked_temp).
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
@@ -242,37 +251,55 @@ GcCounts CacheStore::gc(std::optional<Nanos> max_age, std::int64_t now_ns) const
       }
       continue;
     }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) continue;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
     std::string why;
     auto h = verify_entry(fd.get(), nullptr, why);
     if (!h || (max_age && freshness(h->created_ns, now_ns, max_age, std::nullopt) == Freshness::expired)) {
       unlink_if_same(path, fd.get());
       ++counts.entries_removed;
-      struct stat st {};
-      const std::uint64_t size = ::fstat(fd.get(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
       if (h)
         say_removed(&*h, path, size, "expired");
       else
         say_removed(nullptr, path, 0, "corrupt: " + why);
+      continue;
     }
+    if (kept) kept->push_back({{name, size, atime_ns(st)}, std::move(*h)});
   }
   return counts;
 }
 
 std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
-  GcCounts c = gc(policy.max_age, policy.now_ns);
+  Weighed kept;
+  GcCounts c = sweep(policy.max_age, policy.now_ns, &kept);
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done, {{"entries", std::to_string(c.entries_removed)},
                                         {"temps", std::to_string(c.temps_removed)},
                                         {"path", dir_}});
   });
-  if (!policy.max_size) return c;
-  const int trimmed = trim(*policy.max_size);
-  diag::debug_lazy([&] {
-    return message(
-        Msg::cache_gc_trimmed,
-        {{"entries", std::to_string(trimmed)}, {"path", dir_}, {"size", std::to_string(*policy.max_size)}});
-  });
-  c.entries_removed += trimmed;
+  if (!policy.max_size && !policy.max_unused) return c;
+  std::map<std::string, std::pair<const EntryHeader*, std::uint64_t>> seen; // for -v
+  std::vector<WeighedEntry> entries;
+  for (const auto& [w, h] : kept) {
+    seen.emplace(w.name, std::pair(&h, w.stored));
+    entries.push_back(w);
+  }
+  int removed = 0;
+  for (const Removal& r : by_use(std::move(entries), policy)) {
+    const std::string path = dir_ + "/" + r.name;
+    if (::unlink(path.c_str()) != 0) continue;
+    ++removed;
+    const auto& [h, size] = seen[r.name];
+    say_removed(h, path, size, r.why);
+  }
+  if (policy.max_size)
+    diag::debug_lazy([&] {
+      return message(
+          Msg::cache_gc_trimmed,
+          {{"entries", std::to_string(removed)}, {"path", dir_}, {"size", std::to_string(*policy.max_size)}});
+    });
+  c.entries_removed += removed;
   return c;
 }
 

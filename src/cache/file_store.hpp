@@ -44,18 +44,24 @@ public:
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                            const BuildContents& what) const override;
 
-  // --gc --max-size: removes the oldest entries until the entry files add
-  // up to at most `max_size` bytes; how many it removed.
-  int trim(std::uint64_t max_size) const;
-
   // Removes corrupt entries, entries older than max_age (when given), and
   // temporary files whose builder is gone (a builder holds a lock on its
   // temporary file, so a running build's file is never removed).
   GcCounts gc(std::optional<Nanos> max_age, std::int64_t now_ns) const;
-  // Both, the -v lines of each said; it never fails.
+  // That, then --max-unused and --max-size by last use (the entry file's
+  // access time); the -v lines of each said; it never fails.
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
 
+  // Sets the entry file's access time (its last use) to now, unless it was
+  // set less than a minute ago.
+  void record_use(const CachedEntry& e) const override;
+
 private:
+  // The sound entries gc() kept, weighed, with their headers.
+  using Weighed = std::vector<std::pair<WeighedEntry, EntryHeader>>;
+  // gc(max_age, now_ns), the sound entries kept put in `kept` (when given).
+  GcCounts sweep(std::optional<Nanos> max_age, std::int64_t now_ns, Weighed* kept) const;
+
   // The names of the entry files of `key` (any inputs).
   std::vector<std::string> names_of(std::string_view key) const;
 

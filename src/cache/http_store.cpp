@@ -3,6 +3,8 @@
 #include "cache/streamed_build.hpp"
 #include "messages.hpp"
 #include "redis/url.hpp"
+#include "run/command.hpp"
+#include "util/clock.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
 #include "util/md5.hpp"
@@ -183,9 +185,9 @@ private:
   const HttpStore& store_;
 };
 
-HttpStore::HttpStore(StoreUrl url, HttpSettings settings)
+HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses)
     : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)),
-      reader_(std::make_unique<Reader>(*this)) {
+      reader_(std::make_unique<Reader>(*this)), uses_(std::move(uses)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -305,12 +307,16 @@ std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const
   return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
 }
 
+void HttpStore::record_use(const CachedEntry& e) const {
+  if (uses_) uses_->record(object_name(e.header.key, e.header.address()), wall_clock_ns());
+}
+
 // Objects named as entries that are none go too.
 std::variant<GcCounts, SysError> HttpStore::gc(const GcPolicy& policy) const {
   return gc_objects(
       heads(""), policy,
       [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
-      [&](const EntryHeader& h) { return stored_size(h); }, server());
+      [&](const EntryHeader& h) { return stored_size(h); }, server(), uses_.get());
 }
 
 BuildOrError HttpStore::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "cache/remote_object.hpp"
+#include "cache/object_uses.hpp"
 #include "cache/store.hpp"
 #include "http/client.hpp"
 #include "http/url.hpp"
@@ -27,7 +28,9 @@ namespace bufferlock {
 
 class HttpStore final : public EntryStore {
 public:
-  HttpStore(StoreUrl url, HttpSettings settings);
+  // `uses`: where hits record the objects' last use (the -r Redis); null
+  // without -r, when --gc weighs entries by their build.
+  HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses = nullptr);
 
   std::string_view name() const override { return "http"; }
   std::string location() const override { return server(); }
@@ -46,13 +49,19 @@ public:
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
-                         const BuildContents& what) const override;
-  void after_fork() const override { client_.reset(); }
+                           const BuildContents& what) const override;
+  void after_fork() const override {
+    client_.reset();
+    if (uses_) uses_->after_fork();
+  }
 
   // --gc: removes entries older than max_age (when given) and objects that
-  // are no entries, then the oldest until the rest add up to at most
-  // max_size (when given).
+  // are no entries, then by last use (ObjectUses; without, by their build,
+  // said once) those unused for max_unused and the least recently used
+  // until the rest add up to at most max_size (when given).
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
+  // With `uses`: the object's use, once a minute.
+  void record_use(const CachedEntry& e) const override;
 
   // The URL as given, password hidden.
   const std::string& server() const { return url_.display; }
@@ -80,6 +89,7 @@ private:
   HttpSettings settings_;
   mutable std::unique_ptr<HttpClient> client_;
   std::unique_ptr<ObjectReader> reader_;
+  std::unique_ptr<ObjectUses> uses_;
 };
 
 // The object names in a WebDAV multistatus document: the last segment of

@@ -26,6 +26,14 @@ struct StoreRequest {
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
 
+// Where a remote store at `location` (http, S3) records its objects' last
+// use: the -r Redis; null without -r (its URL is then the empty default).
+std::unique_ptr<ObjectUses> object_uses(const StoreRequest& r, const std::string& location) {
+  const RedisUrl& url = r.redis.url;
+  if (url.transport == RedisUrl::Transport::tcp && url.host.empty()) return nullptr;
+  return std::make_unique<ObjectUses>(r.redis, location);
+}
+
 Opened open_file(const StoreRequest& r) { return std::make_unique<CacheStore>(r.cache_dir); }
 
 Opened open_redis(const StoreRequest& r) {
@@ -49,7 +57,8 @@ Opened open_http(const StoreRequest& r) {
     while (!s.token.empty() && (s.token.back() == '\n' || s.token.back() == '\r'))
       s.token.pop_back();
   }
-  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s));
+  return std::make_unique<HttpStore>(r.cache.store_url, std::move(s),
+                                     object_uses(r, r.cache.store_url.display));
 }
 
 // The AWS settings (SPEC §19) read now: none, or an unusable one, is a
@@ -82,7 +91,7 @@ Opened open_s3(const StoreRequest& r) {
                                             {"region", s.region},
                                             {"endpoint", s.endpoint.base}});
   });
-  return std::make_unique<S3Store>(std::move(s));
+  return std::make_unique<S3Store>(std::move(s), object_uses(r, url));
 }
 
 // The stores, by the scheme of --store.
@@ -155,6 +164,9 @@ public:
     return store_->begin_build(key, inputs, created_ns, what);
   }
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override { return store_->gc(policy); }
+  void record_use(const CachedEntry& e) const override {
+    if (!down_) store_->record_use(e);
+  }
   void after_fork() const override { store_->after_fork(); }
   void sign_with(const EntrySigner* signer) override {
     signer_ = signer;

@@ -61,7 +61,10 @@ void say_served(const CacheRequest& o, const EntryStore& store, const CachedEntr
 // serve() of an entry, with its -v line.
 int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
   say_served(o, store, e, m, std::move(more));
-  return serve(o, e);
+  const int status = serve(o, e);
+  // After the bytes went out: recording the use is off the hit's critical path.
+  if (!o.cache.read_only) store.record_use(e);
+  return status;
 }
 
 // What putting an entry's --output PATHs in place came to.
@@ -589,7 +592,8 @@ int admin(const CacheRequest& o, const EntryStore& store) {
     if (auto e = store.drop(o.key)) return failed(*e, store.messages().drop_failed);
     return exit_code::ok;
   }
-  const auto counts = store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns()});
+  const auto counts =
+      store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
   return exit_code::ok;
 }

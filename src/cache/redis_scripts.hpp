@@ -34,4 +34,31 @@ inline constexpr RedisScript cache_publish_script{
     "]) end return 1",
     "774f74710653870b3d7e36e19a62c8d0994f9216", 2};
 
+// A hit's use of an entry (SPEC §22): its hash's field "u", the time in ms,
+// set only while the entry is there (never a hash of "u" alone, which would
+// have no time to live); its time to live is kept. KEYS = {entry key};
+// ARGV = {now ms}. 1 when recorded.
+inline constexpr RedisScript cache_use_script{
+    "if redis.call('HEXISTS', KEYS[1], 'h') == 1 then redis.call('HSET', KEYS[1], 'u', ARGV[1]) return 1"
+    " end return 0",
+    "f8e3eab62488f0fe59ebd1be945aabcf00f9360d", 1};
+
+// --gc's removal of an entry it weighed: only while its header and last
+// use are those it read (an entry rebuilt or hit meanwhile stays).
+// KEYS = {entry key}; ARGV = {header, last use as read or ""}. 1 when removed.
+inline constexpr RedisScript cache_gc_del_script{
+    "local v = redis.call('HMGET', KEYS[1], 'h', 'u') if v[1] == ARGV[1] and (v[2] or '') == ARGV[2] "
+    "then return redis.call('DEL', KEYS[1]) end return 0",
+    "4730a69534f7af7929f252deabe289770b13d276", 1};
+
+// A use of an object of an http (or S3) store in the -r Redis: field NAME
+// of the store's hash of uses, the time in ms, written at most once per
+// RESOLUTION ms; the hash lives TTL ms after its last write. KEYS = {hash};
+// ARGV = {name, now ms, resolution ms, ttl ms}. 1 when recorded.
+inline constexpr RedisScript cache_object_use_script{
+    "local u = tonumber(redis.call('HGET', KEYS[1], ARGV[1])) if u and tonumber(ARGV[2]) - u < tonum"
+    "ber(ARGV[3]) then return 0 end redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) redis.call('PEXPIR"
+    "E', KEYS[1], ARGV[4]) return 1",
+    "7ada4806ee991fb2bd5aca7da4831a0c14af818a", 1};
+
 } // namespace bufferlock

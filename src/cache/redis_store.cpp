@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <utility>
 
 namespace bufferlock {
@@ -119,6 +120,17 @@ RedisResult<std::vector<Field>> get_fields(const RedisStore& store, const std::s
   return out;
 }
 
+// A last use as "u" holds it (ms since the epoch); nullopt when absent or no number.
+std::optional<std::int64_t> used_ns(const Field& f) {
+  if (!f || f->empty() || f->size() > 15) return std::nullopt;
+  std::int64_t ms = 0;
+  for (const char c : *f) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  return ms * 1'000'000;
+}
+
 bool wrong_type(const RedisError& e) {
   return e.kind == RedisError::Kind::server && e.text.starts_with("WRONGTYPE");
 }
@@ -145,7 +157,7 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& address, const
   // about first_parts MiB is read at one instant, so a concurrent rebuild
   // can never make it read again; a larger one is checked as below.
   constexpr std::size_t first_parts = 4;
-  auto first = get_fields(*this, ekey, {"h", "t", "0", "1", "2", "3"});
+  auto first = get_fields(*this, ekey, {"h", "t", "0", "1", "2", "3", "u"});
   if (auto* e = std::get_if<RedisError>(&first)) {
     // A string is an entry of an earlier layout (or nothing of ours): rebuilt over.
     if (wrong_type(*e)) return {LookupState::corrupt, {}, "not a hash value"};
@@ -197,7 +209,60 @@ Lookup RedisStore::read_entry(std::string_view key, const Inputs& address, const
     if (why == "it belongs to another key") return {LookupState::missing, {}, {}};
     return {LookupState::corrupt, {}, why};
   }
-  return {LookupState::found, CachedEntry{std::move(fd), std::move(*verified), std::move(bytes)}, {}};
+  CachedEntry found{std::move(fd), std::move(*verified), std::move(bytes)};
+  found.last_used_ns = used_ns(fields[2 + first_parts]);
+  return {LookupState::found, std::move(found), {}};
+}
+
+void RedisStore::record_use(const CachedEntry& e) const {
+  const std::int64_t now = wall_clock_ns();
+  if (!use_worth_recording(e.last_used_ns.value_or(e.header.created_ns), now)) return;
+  eval(cache_use_script, {entry_key(e.header.key, e.header.address())}, {std::to_string(now / 1'000'000)});
+}
+
+std::variant<GcCounts, SysError> RedisStore::gc(const GcPolicy& policy) const {
+  GcCounts counts;
+  if (!policy.max_size && !policy.max_unused) return counts;
+  std::vector<WeighedEntry> entries;
+  // What was read of each: for -v, and for the removal (cache_gc_del_script).
+  struct Weighed {
+    EntryHeader header;
+    std::string head, used;
+  };
+  std::map<std::string, Weighed, std::less<>> weighed;
+  // Only keys whose "h" decodes to an entry filed under that very name: a
+  // lock, a wake list, a fence or a holder record is never one.
+  auto error = scan({}, entry_pattern(), [&](std::string_view name) -> std::optional<SysError> {
+    const std::string ekey(name);
+    auto got = get_fields(*this, ekey, {"h", "u"});
+    if (auto* e = std::get_if<RedisError>(&got)) {
+      if (wrong_type(*e)) return std::nullopt;
+      return SysError{server(), e->text};
+    }
+    auto& f = std::get<std::vector<Field>>(got);
+    std::string why;
+    auto h = f[0] ? decode_header(*f[0], why) : std::nullopt;
+    if (!h || entry_key(h->key, h->address()) != ekey) return std::nullopt;
+    entries.push_back({ekey, stored_size(*h), used_ns(f[1]).value_or(h->created_ns)});
+    weighed.emplace(ekey, Weighed{std::move(*h), std::move(*f[0]), f[1].value_or("")});
+    return std::nullopt;
+  });
+  if (error) return *error;
+  for (const Removal& r : by_use(std::move(entries), policy)) {
+    const Weighed& w = weighed.at(r.name);
+    auto del = eval(cache_gc_del_script, {r.name}, {w.head, w.used});
+    if (auto* e = std::get_if<RedisError>(&del)) return SysError{server(), e->text};
+    const redisReply* rep = std::get<RedisReply>(del).get();
+    if (rep->type != REDIS_REPLY_INTEGER || rep->integer == 0) continue; // gone, rebuilt or hit meanwhile
+    ++counts.entries_removed;
+    const EntryHeader& h = w.header;
+    say_removed(&h, where(h.key, h.address()), h.file_size(), r.why);
+  }
+  diag::debug_lazy([&] {
+    return message(Msg::cache_gc_done,
+                   {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", server()}});
+  });
+  return counts;
 }
 
 std::variant<std::vector<std::string>, SysError> RedisStore::keys_of(std::string_view key) const {

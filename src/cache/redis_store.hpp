@@ -8,7 +8,8 @@
 //   {PREFIX<md5>}:tmp:<token>    a build on its way, with a time to live
 // Entries and builds are hashes: field "h" the header, "0", "1", ... the body
 // (stdout, then any stored stderr) in parts of about 1 MiB, "t" the trailer;
-// their concatenation is an entry file. Parts are separate values so that no
+// their concatenation is an entry file. "u", once the entry was hit, is its
+// last use (ms since the epoch; SPEC §22), outside the entry's bytes. Parts are separate values so that no
 // write grows one large string (whose reallocation copies it, blocking the
 // server). A build sends its output part by part, then a script adds the
 // header and the trailer and renames it into place (atomic publication). A
@@ -38,8 +39,11 @@ public:
   // --max-entry's default applies.
   bool compresses(bool) const override { return true; }
   bool limits_entries() const override { return true; }
-  // Entries expire by their time to live: nothing to do, nothing said.
-  std::variant<GcCounts, SysError> gc(const GcPolicy&) const override { return GcCounts{}; }
+  // Entries expire by their time to live (--max-age is theirs); --max-unused
+  // and --max-size remove entries by their last use ("u", else the build).
+  std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
+  // Sets "u" of the entry's hash, unless it was set less than a minute ago.
+  void record_use(const CachedEntry& e) const override;
   std::string where(std::string_view key, const Inputs& inputs) const override;
   std::optional<SysError> prepare() const override { return std::nullopt; }
   Lookup lookup(std::string_view key, const Inputs& inputs) const override;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <unordered_map>
 
 namespace bufferlock {
@@ -181,11 +182,20 @@ std::variant<std::vector<ListedEntry>, SysError> list_objects(const ObjectHeads&
 std::variant<GcCounts, SysError> gc_objects(
     const ObjectHeads& heads, const GcPolicy& policy,
     const std::function<std::optional<SysError>(const ObjectHead&, std::string_view why)>& remove,
-    const StoredSize& stored, const std::string& place) {
+    const StoredSize& stored, const std::string& place, const ObjectUses* uses) {
   if (auto* e = std::get_if<SysError>(&heads)) return *e;
+  const bool by_use_asked = policy.max_size || policy.max_unused;
+  std::map<std::string, std::int64_t> used;
+  if (by_use_asked && uses) {
+    auto read = uses->read();
+    if (auto* e = std::get_if<SysError>(&read)) return *e;
+    used = std::move(std::get<0>(read));
+  }
+  if (by_use_asked && !uses) diag::warn(message(Msg::cache_gc_by_age, {{"server", place}}));
   const auto& all = std::get<std::vector<ObjectHead>>(heads);
   GcCounts counts;
-  std::vector<SizedEntry> kept;
+  std::vector<std::string> gone; // whose uses are forgotten
+  std::vector<WeighedEntry> kept;
   std::unordered_map<std::string_view, const ObjectHead*> kept_heads;
   for (const ObjectHead& h : all) {
     const bool expired = h.header && policy.max_age &&
@@ -194,16 +204,22 @@ std::variant<GcCounts, SysError> gc_objects(
     if (!h.header || expired) {
       if (auto e = remove(h, h.header ? "expired" : "corrupt")) return *e;
       ++counts.entries_removed;
+      gone.push_back(h.name);
       continue;
     }
-    kept.push_back({h.header->created_ns, stored(*h.header), h.name});
+    const auto u = used.find(h.name);
+    kept.push_back({h.name, stored(*h.header), u != used.end() ? u->second : h.header->created_ns});
     kept_heads.emplace(h.name, &h);
   }
-  if (policy.max_size)
-    for (const auto& name : over_size(std::move(kept), *policy.max_size)) {
-      if (auto e = remove(*kept_heads.at(name), "over --max-size (oldest)")) return *e;
+  for (const auto& [name, when] : used) // objects gone by other hands
+    if (!kept_heads.count(name)) gone.push_back(name);
+  if (by_use_asked)
+    for (const Removal& r : by_use(std::move(kept), policy, uses ? "last used" : "built")) {
+      if (auto e = remove(*kept_heads.at(r.name), r.why)) return *e;
       ++counts.entries_removed;
+      gone.push_back(r.name);
     }
+  if (uses) uses->forget(gone);
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done,
                    {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", place}});

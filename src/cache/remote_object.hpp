@@ -11,6 +11,7 @@
 // restore its --output PATHs, the archive extracted as it comes.
 #pragma once
 
+#include "cache/object_uses.hpp"
 #include "cache/store.hpp"
 
 #include <functional>
@@ -101,12 +102,14 @@ using StoredSize = std::function<std::uint64_t(const EntryHeader&)>;
 std::variant<std::vector<ListedEntry>, SysError> list_objects(const ObjectHeads& heads, const StoredSize& stored);
 
 // --gc over a store's listed objects: those that are no entries, or older
-// than policy.max_age, go; then the oldest until the rest add up to
+// than policy.max_age, go; then by last use (`uses`, where the store has a
+// record of them; else by build, said once) those unused for
+// policy.max_unused, and the least recently used until the rest add up to
 // policy.max_size. `remove` removes one (`why` it goes); `stored` is the
 // store's size of an entry; -v's last line names the store's `place`.
 std::variant<GcCounts, SysError> gc_objects(
     const ObjectHeads& heads, const GcPolicy& policy,
     const std::function<std::optional<SysError>(const ObjectHead&, std::string_view why)>& remove,
-    const StoredSize& stored, const std::string& place);
+    const StoredSize& stored, const std::string& place, const ObjectUses* uses = nullptr);
 
 } // namespace bufferlock

@@ -2,6 +2,7 @@
 
 #include "cache/streamed_build.hpp"
 #include "messages.hpp"
+#include "util/clock.hpp"
 #include "util/md5.hpp"
 
 #include <algorithm>
@@ -113,10 +114,14 @@ private:
   const S3Store& store_;
 };
 
-S3Store::S3Store(s3::Settings settings)
+S3Store::S3Store(s3::Settings settings, std::unique_ptr<ObjectUses> uses)
     : EntryStore(s3_messages),
       display_("s3://" + settings.location.bucket + "/" + settings.location.prefix),
-      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)) {}
+      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)), uses_(std::move(uses)) {}
+
+void S3Store::record_use(const CachedEntry& e) const {
+  if (uses_) uses_->record(object_key(e.header.key, e.header.address()), wall_clock_ns());
+}
 
 std::uint64_t S3Store::stored_size(const EntryHeader& h) const { return h.file_size() + object_footer_size; }
 
@@ -203,7 +208,7 @@ std::variant<GcCounts, SysError> S3Store::gc(const GcPolicy& policy) const {
   return gc_objects(
       heads(""), policy,
       [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
-      [&](const EntryHeader& h) { return stored_size(h); }, display_);
+      [&](const EntryHeader& h) { return stored_size(h); }, display_, uses_.get());
 }
 
 BuildOrError S3Store::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,

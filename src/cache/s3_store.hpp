@@ -37,7 +37,8 @@ public:
   // S3's smallest part is 5 MiB; one part is held in memory by a build.
   static constexpr std::size_t part_size = 8 * 1024 * 1024;
 
-  explicit S3Store(s3::Settings settings);
+  // `uses`: where hits record their last use (the -r Redis), if anywhere.
+  explicit S3Store(s3::Settings settings, std::unique_ptr<ObjectUses> uses = nullptr);
 
   std::string_view name() const override { return "s3"; }
   std::string location() const override { return display_; }
@@ -54,7 +55,11 @@ public:
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                            const BuildContents& what) const override;
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
-  void after_fork() const override { client_.reset(); }
+  void after_fork() const override {
+    client_.reset();
+    if (uses_) uses_->after_fork();
+  }
+  void record_use(const CachedEntry& e) const override;
 
   // The object key of an entry: PREFIX + its name.
   std::string object_key(std::string_view key, const Inputs& inputs = std::nullopt) const;
@@ -70,6 +75,7 @@ private:
   std::string display_; // s3://BUCKET/PREFIX
   mutable s3::Client client_;
   std::unique_ptr<ObjectReader> reader_;
+  std::unique_ptr<ObjectUses> uses_;
 };
 
 } // namespace bufferlock

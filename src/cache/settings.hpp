@@ -40,6 +40,7 @@ struct CacheSettings {
   std::uint64_t max_entry = 64ull * 1024 * 1024;  // larger outputs are not stored (the default: Redis only)
   bool max_entry_given = false;                   // the file and http stores have a limit only when given
   std::optional<std::uint64_t> max_size;          // --gc: trim the store to this many bytes
+  std::optional<Nanos> max_unused;                // --gc: remove entries unused this long
 
   bool operator==(const CacheSettings&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include "cache/inputs.hpp"
 #include "messages.hpp"
+#include "util/duration.hpp"
 #include "util/md5.hpp"
 
 #include <algorithm>
@@ -47,17 +48,37 @@ Lookup newest_readable(std::string_view key, const std::vector<std::string>& out
   return {LookupState::missing, {}, {}};
 }
 
-std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size) {
-  std::sort(entries.begin(), entries.end(),
-            [](const SizedEntry& a, const SizedEntry& b) { return a.created_ns < b.created_ns; });
+namespace {
+
+std::string seconds_ago(std::int64_t then_ns, std::int64_t now_ns) {
+  return std::to_string(std::max<std::int64_t>(0, now_ns - then_ns) / 1'000'000'000) + "s ago";
+}
+
+} // namespace
+
+std::vector<Removal> by_use(std::vector<WeighedEntry> entries, const GcPolicy& policy,
+                            std::string_view since) {
+  // Least recently used first; of two used as late, the greater name first (a fixed order).
+  std::sort(entries.begin(), entries.end(), [](const WeighedEntry& a, const WeighedEntry& b) {
+    return std::tie(a.last_used_ns, b.name) < std::tie(b.last_used_ns, a.name);
+  });
+  const auto when = [&](const WeighedEntry& e) {
+    return std::string(since) + " " + seconds_ago(e.last_used_ns, policy.now_ns);
+  };
+  std::vector<Removal> out;
   std::uint64_t total = 0;
   for (const auto& e : entries)
-    total += e.size;
-  std::vector<std::string> out;
+    total += e.stored;
   for (const auto& e : entries) {
-    if (total <= max_size) break;
-    out.push_back(e.name);
-    total -= e.size;
+    if (policy.max_unused && policy.now_ns - e.last_used_ns > policy.max_unused->count()) {
+      out.push_back({e.name, when(e) + ", over --max-unused " + format_seconds(*policy.max_unused) + "s"});
+    } else if (policy.max_size && total > *policy.max_size) {
+      out.push_back({e.name, "least recently used (" + when(e) + "), over --max-size " +
+                                 std::to_string(*policy.max_size) + " bytes"});
+    } else {
+      continue;
+    }
+    total -= e.stored;
   }
   return out;
 }

@@ -82,13 +82,45 @@ struct GcCounts {
   int temps_removed = 0;
 };
 
-// What --gc asks of a store: entries older than max_age go, then the oldest
-// until the rest add up to max_size. (The place for a rule by last use.)
+// What --gc asks of a store: entries older than max_age go, and those
+// unused for max_unused, then the least recently used until the rest add up
+// to max_size (SPEC §22).
 struct GcPolicy {
   std::optional<Nanos> max_age;
   std::optional<std::uint64_t> max_size;
   std::int64_t now_ns = 0;
+  std::optional<Nanos> max_unused = std::nullopt;
 };
+
+// A hit records its entry's use at most this often (SPEC §22): a store
+// read by every job of a fleet must not become a store written by each.
+inline constexpr std::int64_t use_resolution_ns = 60'000'000'000;
+
+// Whether a use at `now_ns` is worth recording over the last one recorded.
+inline bool use_worth_recording(std::int64_t last_used_ns, std::int64_t now_ns) {
+  return now_ns - last_used_ns >= use_resolution_ns;
+}
+
+// A sound entry as --gc weighs it: its last use (its build's start when it
+// was never hit, or when the store cannot tell) and its stored bytes.
+struct WeighedEntry {
+  std::string name; // the store's own: a file, a key, an object
+  std::uint64_t stored = 0;
+  std::int64_t last_used_ns = 0;
+};
+
+// An entry --gc removes, and why (for -v).
+struct Removal {
+  std::string name;
+  std::string why;
+};
+
+// Which of `entries` go by `policy`: those unused for max_unused, then the
+// least recently used until the rest add up to at most max_size. `since`
+// names what last_used_ns is ("last used", or "built" for a store that
+// cannot record use).
+std::vector<Removal> by_use(std::vector<WeighedEntry> entries, const GcPolicy& policy,
+                            std::string_view since = "last used");
 
 // How a store's failures are said (messages.hpp). Each is given the
 // values key, path and server (the store's place: SysError::path or
@@ -104,21 +136,10 @@ struct StoreMessages {
   Msg cannot_list;
 };
 
-// One entry file found by its name, for --gc --max-size.
-struct SizedEntry {
-  std::int64_t created_ns;
-  std::uint64_t size; // of the file
-  std::string name;
-};
-
 // -v: the line of an entry that --gc or --drop removed (`h` its header,
 // `where` the store's where() of it, `stored` its bytes), or, without `h`,
 // of a file or object that is no entry (`where` names it); `why` it went.
 void say_removed(const EntryHeader* h, const std::string& where, std::uint64_t stored, std::string_view why);
-
-// Which of `entries` to remove, oldest first, so that the rest add up to at
-// most `max_size` bytes (the newest are kept).
-std::vector<std::string> over_size(std::vector<SizedEntry> entries, std::uint64_t max_size);
 
 // One build's entry on its way into a store. Whatever is not published when
 // it is destroyed is never servable.
@@ -205,6 +226,11 @@ public:
   // entries, leftovers of builds that ended); -v says what went. The error
   // of a store that could not be listed.
   virtual std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const = 0;
+  // A hit served `e` (found by lookup): its use is recorded, at most once a
+  // minute (use_worth_recording), by one local write or one command. Never
+  // with --read-only; failures are not said (a use not recorded only makes
+  // the entry look older to --gc).
+  virtual void record_use(const CachedEntry& /*e*/) const {}
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
 

@@ -28,7 +28,7 @@ entries_size() {
     (($(entries_size) > 600 * 1024)) || fail "the store is smaller than expected: $(entries_size)"
     run --separate-stderr blc --gc --max-size 250K -v
     assert_success
-    assert_regex "$stderr" "removed the [0-9]+ oldest entries to bring .* under 256000 bytes"
+    assert_regex "$stderr" "removed the [0-9]+ least recently used entries to bring .* under 256000 bytes"
     (($(entries_size) <= 250 * 1024)) || fail "still $(entries_size) bytes"
     run --separate-stderr blc --list
     assert_equal "${#lines[@]}" 2

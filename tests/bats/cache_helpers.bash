@@ -370,4 +370,25 @@ fleet_callers() {
         assert_equal "$(cat "$T/out.$i")" built
         assert_equal "$(tree_sum "$T/c$i/dist")" "$FLEET_TREE"
     done
+
+# on STORE: ON, the options of `bufferlock cache` with the test's cache
+# directory on STORE (file, redis, or http: /cache/ of the test's nginx;
+# http-r: the same with -r, whose Redis records the objects' last use).
+on() {
+    ON=(--cache-dir "$C")
+    case $1 in
+    file) ;;
+    redis) ON+=(--store redis -r "$REDIS_URL") ;;
+    http) ON+=(--store "$STORE") ;;
+    http-r) ON+=(--store "$STORE" -r "$REDIS_URL") ;;
+    *) fail "no store '$1'" ;;
+    esac
+}
+
+# bl_on STORE ARGS...: `bufferlock cache` on STORE.
+bl_on() {
+    local store=$1
+    shift
+    on "$store"
+    "$BL" cache "${ON[@]}" "$@"
 }

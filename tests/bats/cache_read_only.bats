@@ -20,32 +20,14 @@ setup() {
 }
 teardown() { http_redis_teardown; }
 
-# on STORE: ON, the options of `bufferlock cache` with the test's cache
-# directory on STORE (file, redis, or http: /cache/ of the test's nginx).
-on() {
-    ON=(--cache-dir "$C")
-    case $1 in
-    file) ;;
-    redis) ON+=(--store redis -r "$REDIS_URL") ;;
-    http) ON+=(--store "$STORE") ;;
-    *) fail "no store '$1'" ;;
-    esac
-}
-
-# bl_on STORE ARGS...: `bufferlock cache` on STORE.
-bl_on() {
-    local store=$1
-    shift
-    on "$store"
-    "$BL" cache "${ON[@]}" "$@"
-}
-
 # state STORE: what STORE holds, seen from outside: the cache directory's
 # files with their sizes and times (all stores: the file store's entries,
-# locks and stat cache; nothing for the others), the Redis keys with their
+# locks and stat cache; nothing for the others), the entries' last use, the Redis keys with their
 # values' digests (the store's keys), the http store's objects.
 state() {
     find "$C" -printf '%P %y %s %T@\n' 2>/dev/null | LC_ALL=C sort
+    # The file store's entries' last use (SPEC §22): their access time.
+    find "$C" -maxdepth 1 -name '*.entry' -printf '%P used %A@\n' 2>/dev/null | LC_ALL=C sort
     case $1 in
     redis)
         local k

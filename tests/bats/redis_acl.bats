@@ -144,6 +144,18 @@ as_acl_user() {
     assert_output output
     assert_stderr_empty
     assert_equal "$(wc -l <"$T/runs")" 1 # the second was a hit
+    # A hit records its use (its last one planted two minutes back), and --gc removes by it.
+    local ekey planted
+    ekey="{buffer:lock:$(key_md5 report)}:entry"
+    planted=$(($(date +%s%3N) - 120000))
+    rcli HSET "$ekey" u "$planted" >/dev/null
+    run --separate-stderr bl cache --store redis -r "$U" report sh -c "$cmd"
+    assert_output output
+    assert_stderr_empty
+    (($(rcli HGET "$ekey" u) > planted)) || fail "the hit recorded no use"
+    run --separate-stderr bl cache --store redis -r "$U" --gc --max-unused 1h
+    assert_success
+    assert_stderr_empty
     run --separate-stderr bl cache --store redis -r "$U" --list
     assert_success
     assert_output --partial report

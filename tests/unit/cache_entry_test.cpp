@@ -642,13 +642,29 @@ TEST_F(CacheStoreTest, EntriesOfOneKeyLiveSideBySidePerOutputList) {
   EXPECT_EQ(store_->list().size(), 0u);
 }
 
-TEST(CacheGc, OverSizeRemovesTheOldestUntilUnder) {
-  std::vector<SizedEntry> e{{30, 100, "c"}, {10, 100, "a"}, {20, 100, "b"}, {40, 50, "d"}};
-  EXPECT_EQ(over_size(e, 1000), std::vector<std::string>{});
-  EXPECT_EQ(over_size(e, 350), std::vector<std::string>{});
-  EXPECT_EQ(over_size(e, 349), std::vector<std::string>{"a"});
-  EXPECT_EQ(over_size(e, 150), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(over_size(e, 0), (std::vector<std::string>{"a", "b", "c", "d"}));
+std::vector<std::string> names_of(const std::vector<Removal>& removed) {
+  std::vector<std::string> out;
+  for (const auto& r : removed)
+    out.push_back(r.name);
+  return out;
+}
+
+TEST(CacheGc, ByUseRemovesTheLeastRecentlyUsedUntilUnder) {
+  const std::vector<WeighedEntry> e{{"c", 100, 30}, {"a", 100, 10}, {"b", 100, 20}, {"d", 50, 40}};
+  const auto size = [&](std::uint64_t max) { return names_of(by_use(e, GcPolicy{{}, max, 100})); };
+  EXPECT_EQ(size(1000), std::vector<std::string>{});
+  EXPECT_EQ(size(350), std::vector<std::string>{});
+  EXPECT_EQ(size(349), std::vector<std::string>{"a"});
+  EXPECT_EQ(size(150), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(size(0), (std::vector<std::string>{"a", "b", "c", "d"}));
+  // --max-unused: unused for longer than it, whatever the size.
+  EXPECT_EQ(names_of(by_use(e, GcPolicy{{}, {}, 100, Nanos(75)})), (std::vector<std::string>{"a", "b"}));
+  // Both: the unused go first, then by last use until under the size.
+  EXPECT_EQ(names_of(by_use(e, GcPolicy{{}, 100, 100, Nanos(85)})),
+            (std::vector<std::string>{"a", "b", "c"}));
+  const auto removed = by_use(e, GcPolicy{{}, 349, 100'000'000'010});
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].why, "least recently used (last used 100s ago), over --max-size 349 bytes");
 }
 
 TEST(CacheDepends, BadPaths) {
