@@ -18,7 +18,7 @@ teardown() { cache_teardown; }
 
 @test "--store nfs (or BUFFERLOCK_CACHE_STORE=nfs) is a usage error" {
     run --separate-stderr blc --store nfs "$K" true
-    assert_usage_error "invalid --store 'nfs'" "file, redis or an http:// or https:// URL"
+    assert_usage_error "invalid --store 'nfs'" "file, redis, an http:// or https:// URL or s3://BUCKET/PREFIX"
     BUFFERLOCK_CACHE_STORE=nfs run --separate-stderr blc "$K" true
     assert_usage_error "BUFFERLOCK_CACHE_STORE" "'nfs'"
     # file is the default, and may be named
