@@ -451,8 +451,11 @@ void warn_lookup(const CacheRequest& o, const EntryStore& store, const Inputs& i
 }
 
 // --warm: the warning of a nearest entry that cannot be built upon (corrupt,
-// unsigned, or its store failed): the build starts cold.
-void warn_warm(const CacheRequest& o, const std::string& from, const Lookup& l) {
+// unsigned, or its store failed): the build starts cold. A store that
+// failed is warned about once in a run, as by warn_lookup.
+void warn_warm(const CacheRequest& o, const EntryStore& store, const std::string& from, const Lookup& l) {
+  if (l.state == LookupState::unreadable && store.noted_unreadable()) return;
+  if (l.state == LookupState::unreadable) store.note_unreadable();
   diag::warn(message(Msg::cache_warm_unusable,
                      {{"key", display_key(o.key)}, {"from", display_key(from)}, {"error", l.why}}));
 }
@@ -485,7 +488,7 @@ std::optional<int> warm_start(const CacheRequest& o, const EntryStore& store, Lo
     const Lookup l = store.newest(from, o.cache.outputs);
     if (l.state == LookupState::missing) continue;
     if (l.state != LookupState::found || !l.why.empty()) {
-      warn_warm(o, from, l);
+      warn_warm(o, store, from, l);
       return std::nullopt;
     }
     const Restored r = restore(o, store, l.entry);
