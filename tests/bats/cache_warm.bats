@@ -258,3 +258,35 @@ EOF
 @test "http store: waiters are served the new entry and do not restore the warm one" {
     waiters http
 }
+
+@test "SIGTERM during a warm restore: exit 143, the old PATH untouched, nothing left beside it, no build" {
+    printf '#!/bin/sh\necho $$ >>%s\nmkdir -p out\nhead -c 64M /dev/urandom >out/big\necho built\n' \
+        "$RUNS" >"$T/bin/mkbig"
+    chmod +x "$T/bin/mkbig"
+    clone one 1
+    bw one "$K" "$T/bin/mkbig" >/dev/null || fail "the first build failed"
+    clone two 2
+    mkdir "$T/two/out"
+    printf 'mine\n' >"$T/two/out/log"
+    local ino
+    ino=$(stat -c %i "$T/two/out")
+    rm -f "$T/go"
+    (cd "$T/two" && while [ ! -e "$T/go" ]; do sleep 0.01; done &&
+        exec "$BL" cache --cache-dir "$C" --depends src --output out --warm "$K" "$T/bin/mkbig") \
+        </dev/null >"$T/two.out" 2>"$T/two.err" 3>&- &
+    local pid=$!
+    track_pid "$pid"
+    local rc=0
+    stop_at "$pid" "$T/two/.out.bufferlock-*/new" || rc=$?
+    ((rc == 0)) || fail "the warm restore was not caught under way ($rc)"
+    kill -TERM "$pid"
+    kill -CONT "$pid"
+    wait_for_exit "$pid" 10 || fail "SIGTERM did not end the warm restore"
+    reap "$pid"
+    assert_equal "$REAPED_STATUS" 143
+    assert_equal "$(ls -A "$T/two")" "$(printf '%s\n' out src)"
+    assert_equal "$(stat -c %i "$T/two/out")" "$ino"
+    assert_equal "$(cat "$T/two/out/log")" mine
+    [[ ! -s $T/two.out ]] || fail "stdout: $(cat "$T/two.out")"
+    assert_runs 1
+}
