@@ -290,3 +290,18 @@ EOF
     [[ ! -s $T/two.out ]] || fail "stdout: $(cat "$T/two.out")"
     assert_runs 1
 }
+
+@test "an expired entry of the caller's inputs (within --stale): the caller that rebuilds starts from KEY's newest" {
+    clone one 1
+    bw one --warm --max-age 1 --stale 600 "$K" "$GROW" first >/dev/null
+    clone two 2
+    bw two --warm --max-age 1 --stale 600 "$K" "$GROW" second >/dev/null
+    assert_equal "$(cat "$T/two/out/log")" $'first\nsecond'
+    sleep 1.2
+    clone three 1
+    run --separate-stderr bw three --warm -v --max-age 1 --stale 600 "$K" "$GROW" third
+    assert_success
+    assert_output "built-third 3"
+    assert_equal "$(cat "$T/three/out/log")" $'first\nsecond\nthird'
+    [[ $stderr == *"warm start from '$K'"* ]] || fail "stderr: $stderr"
+}
