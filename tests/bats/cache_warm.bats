@@ -305,3 +305,15 @@ EOF
     assert_equal "$(cat "$T/three/out/log")" $'first\nsecond\nthird'
     [[ $stderr == *"warm start from '$K'"* ]] || fail "stderr: $stderr"
 }
+
+@test "http store that cannot be read (500 on GET): a cold build, its output served, one warning in all" {
+    STORE_ARGS=(--store "$(http_url rd500)")
+    clone one 1
+    bw one --warm "$K" "$GROW" first >/dev/null 2>&1
+    clone two 2
+    run --separate-stderr bw two --warm "$K" "$GROW" second
+    assert_success
+    assert_output "built-second 1"
+    assert_equal "$(cat "$T/two/out/log")" second
+    assert_one_bufferlock_line "HTTP status 500"
+}
