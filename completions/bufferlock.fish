@@ -201,6 +201,8 @@ complete -c bufferlock -n $cache -l max-unused -x -d 'with --gc: remove entries 
 complete -c bufferlock -n $cache -l depends -rF -d 'the entry also depends on what PATH holds'
 complete -c bufferlock -n $cache -l exclude -x -d 'leave paths matching PATTERN out of each --depends directory'
 complete -c bufferlock -n $cache -l output -rF -d 'store the file or directory PATH with the entry'
+complete -c bufferlock -n $cache -l warm -d 'on a miss, build over the --output of the newest entry of KEY'
+complete -c bufferlock -n $cache -l warm-from -x -d '--warm, else from the newest entry of this KEY'
 complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits replay it'
 complete -c bufferlock -n $cache -l compress -d 'file store: store stdout and stderr compressed with zstd'
 complete -c bufferlock -n $cache -l sign-key -rF -d 'sign entries with HMAC-SHA256 keyed by FILE; serve only entries that check'

@@ -89,6 +89,8 @@ enum class Opt {
   depends,
   exclude,
   output,
+  warm,
+  warm_from,
   keep_stderr,
   sign_key,
   compress,
@@ -147,7 +149,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 56> option_table = {{
+constexpr std::array<OptionDecl, 58> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -237,6 +239,14 @@ constexpr std::array<OptionDecl, 56> option_table = {{
     {Opt::output, "--output", "PATH", g_cache,
      "after a successful build, store the file or directory PATH with the entry; hits put it in place "
      "(repeatable)",
+     "", "", Scope::cache},
+    {Opt::warm, "--warm", "", g_cache,
+     "on a miss, the builder first puts in place the --output PATHs of KEY's newest entry for any inputs, "
+     "and builds over them",
+     "", "", Scope::cache},
+    {Opt::warm_from, "--warm-from", "KEY", g_cache,
+     "--warm, and when KEY has no entry, start from the newest entry of this KEY (repeatable: the first "
+     "that has one)",
      "", "", Scope::cache},
     {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
      "", "", Scope::cache},
@@ -577,6 +587,12 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
     if (auto why = bad_output_path(value))
       usage(Msg::usage_bad_depends, {{"option", typed}, {"error", *why}});
     o.cache.outputs.emplace_back(value);
+    break;
+  case Opt::warm: o.cache.warm = true; break;
+  case Opt::warm_from:
+    if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});
+    o.cache.warm = true;
+    o.cache.warm_from.emplace_back(value);
     break;
   case Opt::store: p.store = std::string(value); break;
   case Opt::store_token_file:
@@ -1280,6 +1296,8 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       usage(Msg::usage_option_needs, {{"option", "--background"}, {"value", "--stale"}});
     if (!c.excludes.empty() && c.depends.empty())
       usage(Msg::usage_option_needs, {{"option", "--exclude"}, {"value", "--depends"}});
+    if (c.warm && c.outputs.empty())
+      usage(Msg::usage_option_needs, {{"option", "--warm"}, {"value", "--output"}});
     if (c.max_size && !c.gc) usage(Msg::usage_option_needs, {{"option", "--max-size"}, {"value", "--gc"}});
     if (c.max_unused && !c.gc)
       usage(Msg::usage_option_needs, {{"option", "--max-unused"}, {"value", "--gc"}});

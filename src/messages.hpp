@@ -136,6 +136,8 @@ namespace bufferlock {
   X(cache_stale_other_inputs,                                                                                \
     "the rebuild of '%{key}' failed with status %{status}; serving its newest entry, "                       \
     "built from other inputs")                                                                               \
+  X(cache_warm_unusable, "no warm start for '%{key}': the newest entry of '%{from}': %{error}; building cold") \
+  X(cache_warm_start, "cache '%{key}': warm start from '%{from}' (inputs %{inputs}, age %{age}s, from %{where})") \
   X(cache_inputs_unreadable, "cannot read %{path}, a dependency of '%{key}': %{error}")                      \
   X(cache_inputs_changed, "output of '%{key}' not stored: its dependencies changed during the build")       \
   X(cache_inputs_changed_at,                                                                                 \

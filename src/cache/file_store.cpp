@@ -201,7 +201,7 @@ Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& 
     if (!fd) return {LookupState::missing, {}, {}};
     if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
       return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
-    return {LookupState::missing, {}, {}};
+    return {LookupState::corrupt, {}, dir_ + "/" + c.name + ": " + why};
   });
 }
 

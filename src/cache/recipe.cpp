@@ -453,6 +453,55 @@ void warn_lookup(const CacheRequest& o, const EntryStore& store, const Inputs& i
   if (l.state == LookupState::unreadable) store.note_unreadable();
 }
 
+// --warm: the warning of a nearest entry that cannot be built upon (corrupt,
+// unsigned, or its store failed): the build starts cold. A store that
+// failed is warned about once in a run, as by warn_lookup.
+void warn_warm(const CacheRequest& o, const EntryStore& store, const std::string& from, const Lookup& l) {
+  if (l.state == LookupState::unreadable && store.noted_unreadable()) return;
+  if (l.state == LookupState::unreadable) store.note_unreadable();
+  diag::warn(message(Msg::cache_warm_unusable,
+                     {{"key", display_key(o.key)}, {"from", display_key(from)}, {"error", l.why}}));
+}
+
+// -v: the entry a warm build starts from.
+void say_warm(const CacheRequest& o, const EntryStore& store, const std::string& from, const EntryHeader& h) {
+  diag::debug_lazy([&] {
+    const Nanos age(std::max<std::int64_t>(0, wall_clock_ns() - h.created_ns));
+    return message(Msg::cache_warm_start,
+                   {{"key", display_key(o.key)},
+                    {"from", display_key(from)},
+                    {"inputs", h.inputs ? h.inputs->hex().substr(0, short_inputs_digits) : "-"},
+                    {"age", format_seconds(age)},
+                    {"where", store.where(from, h.address())}});
+  });
+}
+
+// --warm, by the builder alone, under the build lock: the --output PATHs of
+// the nearest entry (KEY's newest for any inputs, else each --warm-from
+// KEY's in order) put in place for COMMAND to build upon. Never worse than
+// cold: it is verified before anything of it is restored, each PATH is
+// replaced whole or not at all, and none, or one that cannot be used, leaves
+// the PATHs as they are (no older candidate is tried). The exit status of a
+// stop signal meanwhile.
+std::optional<int> warm_start(const CacheRequest& o, const EntryStore& store, Lock& lock) {
+  if (!o.cache.warm) return std::nullopt;
+  std::vector<std::string> keys{o.key};
+  keys.insert(keys.end(), o.cache.warm_from.begin(), o.cache.warm_from.end());
+  for (const std::string& from : keys) {
+    const Lookup l = store.newest(from, o.cache.outputs);
+    if (l.state == LookupState::missing) continue;
+    if (l.state != LookupState::found || !l.why.empty()) {
+      warn_warm(o, store, from, l);
+      return std::nullopt;
+    }
+    const Restored r = restore(o, store, l.entry);
+    if (r.stop) return stopped(&lock, r.stop);
+    if (r.ok) say_warm(o, store, from, l.entry.header);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // --read-only on a miss (SPEC §22): nothing is written, and nothing held
 // that a builder would wait for. A build in progress (the lock is busy,
 // seen without taking it) is waited for as a waiter does, and its entry
@@ -706,6 +755,7 @@ int build_locked(Call& c, const LockRequest& locking, Lock& lock, const std::opt
   if (o.cache.stale_if_error && c.found.state != LookupState::found)
     c.found = store.newest(o.key, o.cache.outputs);
   const bool fall_back = o.cache.stale_if_error && c.found.state == LookupState::found;
+  if (const auto end = warm_start(o, store, lock)) return *end;
   return build(o, store, c.inputs, c.trail, &lock, unusable, fall_back ? &c.found.entry : nullptr);
 }
 
@@ -733,6 +783,7 @@ int miss(Call& c, const CachedEntry* stale) {
         return serve_as(o, c.store, *stale, Msg::cache_served_stale,
                         {{"why", "rebuilding it in the background"}});
       }
+      if (const auto end = warm_start(o, c.store, *lock)) return *end;
       return build(o, c.store, c.inputs, c.trail, lock.get(), unusable,
                    o.cache.stale_if_error ? stale : nullptr);
     }

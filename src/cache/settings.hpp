@@ -29,6 +29,8 @@ struct CacheSettings {
   std::vector<std::string> depends;            // --depends PATH...
   std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories
   std::vector<std::string> outputs;            // --output PATH...: files the build makes
+  bool warm = false;                           // --warm: a miss builds over the nearest entry's outputs
+  std::vector<std::string> warm_from;          // --warm-from KEY...: the nearest when KEY has none
   std::string sign_key;                        // --sign-key FILE (BUFFERLOCK_SIGN_KEY); empty: unsigned
   bool compress = false;                       // --compress: zstd in the file store (Redis: always)
   CacheStoreKind store = CacheStoreKind::file; // --store (BUFFERLOCK_CACHE_STORE)

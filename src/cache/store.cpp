@@ -41,11 +41,14 @@ Lookup newest_readable(std::string_view key, const std::vector<std::string>& out
   std::sort(candidates.begin(), candidates.end(), [](const StaleCandidate& a, const StaleCandidate& b) {
     return std::tie(a.header.created_ns, a.name) > std::tie(b.header.created_ns, b.name);
   });
+  Lookup corrupt{LookupState::missing, {}, {}};
   for (const StaleCandidate& c : candidates) {
     Lookup l = read(c);
+    if (l.state == LookupState::found) l.why = corrupt.why;
     if (l.state == LookupState::found || l.state == LookupState::unreadable) return l;
+    if (l.state == LookupState::corrupt && corrupt.state != LookupState::corrupt) corrupt = std::move(l);
   }
-  return {LookupState::missing, {}, {}};
+  return corrupt;
 }
 
 namespace {

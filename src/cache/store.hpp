@@ -23,7 +23,9 @@ enum class LookupState { missing, found, corrupt, unreadable };
 struct Lookup {
   LookupState state;
   CachedEntry entry; // with found
-  std::string why;   // with corrupt or unreadable: what is wrong
+  // With corrupt or unreadable: what is wrong. With found, from
+  // EntryStore::newest: why a newer candidate was passed over (corrupt).
+  std::string why;
 };
 
 // What `cache --list` shows of an entry.
@@ -58,6 +60,8 @@ struct StaleCandidate {
 // EntryStore::newest, once for every store: of the `candidates` that are
 // KEY's with these --output PATHs, newest first, the first that `read`
 // finds; one that `read` finds unreadable (the store failed) ends the search.
+// A corrupt one passed over is said (Lookup::why), and when none is
+// found the first corrupt one is the answer.
 Lookup newest_readable(std::string_view key, const std::vector<std::string>& outputs,
                        std::vector<StaleCandidate> candidates,
                        const std::function<Lookup(const StaleCandidate&)>& read);
@@ -211,7 +215,7 @@ public:
   // build lock, before it reads the entry with lookup() after the release.
   virtual Lookup peek(std::string_view key, const Inputs& address) const = 0;
   // The newest sound entry of `key` for any inputs, holding these --output
-  // PATHs (--stale-if-error).
+  // PATHs (--stale-if-error, --warm), fully verified; newest_readable's rules.
   virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
   virtual std::optional<SysError> drop(std::string_view key) const = 0;

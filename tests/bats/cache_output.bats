@@ -403,56 +403,6 @@ PY
     assert_runs 2
 }
 
-# stop_at PID GLOB [BYTES [SKIP]]: lets big_bg's PID start ($T/go), SIGSTOPs
-# it as soon as a path matching GLOB exists (a file of BYTES or more; not
-# below SKIP), and keeps
-# it stopped if that path is still there once PID has stopped (STOP_AT: the
-# path); status 2 (PID let go on) when it was past it, 1 when nothing
-# matched within 60 s.
-stop_at() {
-    STOP_AT=$(python3 - "$T/go" "$@" <<'PY'
-import glob, os, signal, sys, time
-go, pid, pattern = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-least = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-skip = sys.argv[5] + "/" if len(sys.argv) > 5 else None
-def match():
-    for p in glob.glob(pattern):
-        if skip and p.startswith(skip):
-            continue
-        try:
-            if os.lstat(p).st_size >= least:
-                return p
-        except OSError:
-            pass
-def stopped():
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in "Tt"
-    except OSError:
-        return True
-end = time.monotonic() + 60
-open(go, "w").close()
-while time.monotonic() < end:
-    if match():
-        os.kill(pid, signal.SIGSTOP)
-        while not stopped():
-            time.sleep(0.001)
-        p = match()
-        if p:
-            print(p)
-            sys.exit(0)
-        os.kill(pid, signal.SIGCONT)
-        sys.exit(2)
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit(2)
-    time.sleep(0.0005)
-sys.exit(1)
-PY
-)
-}
-
 # make_mkbig: $T/bin/mkbig counts a build, then makes ./out: 64 MiB of
 # random bytes and a small file.
 make_mkbig() {

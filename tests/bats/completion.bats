@@ -214,7 +214,7 @@ no_command_where_none_goes() {
     assert_equal "$(shown)" "term warn "
     assert_equal "$stderr" ""
     offers bash-plain 'bufferlock cache --w'
-    assert_equal "$(shown)" "--wait "
+    assert_equal "$(shown)" "--wait --warm --warm-from "
     assert_equal "$stderr" ""
 }
 

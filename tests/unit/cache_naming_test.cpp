@@ -69,6 +69,22 @@ TEST(NewestReadable, AnUnreadableStoreEndsTheSearch) {
   EXPECT_EQ(reads, 1);
 }
 
+TEST(NewestReadable, ACorruptNewerCandidateIsPassedOverAndSaid) {
+  const auto read = [](const StaleCandidate& c) -> Lookup {
+    if (c.name == "new") return {LookupState::corrupt, {}, "bad checksum"};
+    return {LookupState::found, {}, {}};
+  };
+  const Lookup l = newest_readable("k", {}, {candidate("k", 1, "old"), candidate("k", 2, "new")}, read);
+  EXPECT_EQ(l.state, LookupState::found);
+  EXPECT_EQ(l.why, "bad checksum");
+  // Only corrupt ones: the first is the answer, not a miss.
+  const Lookup c = newest_readable("k", {}, {candidate("k", 2, "new")}, read);
+  EXPECT_EQ(c.state, LookupState::corrupt);
+  EXPECT_EQ(c.why, "bad checksum");
+  // Nothing passed over: found says nothing.
+  EXPECT_EQ(newest_readable("k", {}, {candidate("k", 1, "old")}, read).why, "");
+}
+
 TEST(NewestReadable, NothingOfTheKeyIsAMiss) {
   const Lookup l =
       newest_readable("k", {"out"}, {candidate("k", 1, "a")}, [](const StaleCandidate&) -> Lookup {
