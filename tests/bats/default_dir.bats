@@ -69,7 +69,7 @@ assert_default_dir_refused() {
     assert_equal "$(ls -A "$XDG_RUNTIME_DIR")" ""
     # again from scratch, under a usual umask and without XDG_RUNTIME_DIR
     rm -rf -- "$DEF_SEEN"
-    run --separate-stderr env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" "$K" true
+    run --separate-stderr in_ns env -u XDG_RUNTIME_DIR "$BL" "$K" true
     assert_success
     assert_equal "$(stat -c %a "$DEF_SEEN")" 700
 }
@@ -87,7 +87,8 @@ assert_default_dir_refused() {
 @test "cron and a login shell exclude each other: a holder without XDG_RUNTIME_DIR, a caller with it; status says held" {
     default_dir_setup
     # the cron job: no XDG_RUNTIME_DIR
-    env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" report \
+    # (nsenter itself in the background, as in_ns runs it: HOLDER_PID is its PID)
+    nsenter --mount --root --wd="$PWD" --target "$NS_PID" -- env -u XDG_RUNTIME_DIR "$BL" report \
         sh -c 'echo started > "$0"; exec sleep 300' "$T/started" </dev/null >/dev/null 2>"$T/cron.err" 3>&- &
     HOLDER_PID=$!
     track_pid "$HOLDER_PID"
@@ -100,7 +101,7 @@ assert_default_dir_refused() {
     run --separate-stderr in_ns "$BL" status report
     assert_failure 75
     assert_output --regexp "^held pid=$HOLDER_PID since="
-    run --separate-stderr env -u XDG_RUNTIME_DIR nsenter --mount --target "$NS_PID" -- "$BL" status report
+    run --separate-stderr in_ns env -u XDG_RUNTIME_DIR "$BL" status report
     assert_failure 75
     assert_output --regexp "^held pid=$HOLDER_PID since="
     assert_equal "$(ls -A "$XDG_RUNTIME_DIR")" ""
