@@ -370,6 +370,7 @@ fleet_callers() {
         assert_equal "$(cat "$T/out.$i")" built
         assert_equal "$(tree_sum "$T/c$i/dist")" "$FLEET_TREE"
     done
+}
 
 # on STORE: ON, the options of `bufferlock cache` with the test's cache
 # directory on STORE (file, redis, or http: /cache/ of the test's nginx;
@@ -391,6 +392,7 @@ bl_on() {
     shift
     on "$store"
     "$BL" cache "${ON[@]}" "$@"
+}
 
 # stop_at PID GLOB [BYTES [SKIP]]: lets PID start (it waits for $T/go), SIGSTOPs
 # it as soon as a path matching GLOB exists (a file of BYTES or more; not
