@@ -1305,7 +1305,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       if (c.store == CacheStoreKind::redis)
         check_redis_store(p, getenv);
-      else if (c.store == CacheStoreKind::http)
+      else if (c.store == CacheStoreKind::http || c.store == CacheStoreKind::s3)
         choose_backend(p, getenv); // -r: where the store's last uses are
       return o;
     }

@@ -10,19 +10,34 @@
 bats_require_minimum_version 1.5.0
 
 load http_helpers
+load s3_helpers
 load cache_helpers
 
-setup_file() { http_redis_setup_file; }
-teardown_file() { http_redis_teardown_file; }
+setup_file() {
+    http_redis_setup_file
+    s3_setup_file
+}
+teardown_file() {
+    s3_teardown_file
+    http_redis_teardown_file
+}
 
-setup() { http_redis_setup; }
+setup() {
+    http_redis_setup
+    s3_setup
+}
 teardown() { http_redis_teardown; }
 
 now_ms() { date +%s%3N; }
 
-# uses_key: the Redis hash of the last uses of this test's http store.
+# uses_key [STORE]: the Redis hash of the last uses of this test's http (or
+# s3) store.
 uses_key() {
-    printf 'buffer:lock:uses:%s\n' "$(key_md5 "$STORE")"
+    if [[ ${1:-} == s3-r ]]; then
+        printf 'buffer:lock:uses:%s\n' "$(key_md5 "$S3_STORE")"
+    else
+        printf 'buffer:lock:uses:%s\n' "$(key_md5 "$STORE")"
+    fi
 }
 
 # plant_use STORE KEY SECONDS: KEY's entry (no inputs) last used SECONDS ago.
@@ -37,6 +52,7 @@ plant_use() {
         ;;
     redis) rcli HSET "$(ekey "$2")" u "$ms" >/dev/null ;;
     http-r) rcli HSET "$(uses_key)" "$(key_md5 "$2").entry" "$ms" >/dev/null ;;
+    s3-r) rcli HSET "$(uses_key s3-r)" "$S3_T/$(key_md5 "$2").entry" "$ms" >/dev/null ;;
     esac
 }
 
@@ -46,6 +62,7 @@ last_use() {
     file) stat -c %X "$(entry_path "$2")" ;;
     redis) echo $(($(rcli HGET "$(ekey "$2")" u) / 1000)) ;;
     http-r) echo $(($(rcli HGET "$(uses_key)" "$(key_md5 "$2").entry") / 1000)) ;;
+    s3-r) echo $(($(rcli HGET "$(uses_key s3-r)" "$S3_T/$(key_md5 "$2").entry") / 1000)) ;;
     esac
 }
 
@@ -128,6 +145,10 @@ once_a_minute() {
     keeps_recently_used http-r
 }
 
+@test "s3 with -r: --max-size keeps the recently hit old entry and drops the newer unused one, -v says why" {
+    keeps_recently_used s3-r
+}
+@test "s3 with -r: --max-unused removes the entries unused for AGE" { unused_go s3-r; }
 @test "file: --max-unused removes the entries unused for AGE" { unused_go file; }
 @test "redis: --max-unused removes the entries unused for AGE" { unused_go redis; }
 @test "http with -r: --max-unused removes the entries unused for AGE" { unused_go http-r; }

@@ -374,7 +374,8 @@ fleet_callers() {
 
 # on STORE: ON, the options of `bufferlock cache` with the test's cache
 # directory on STORE (file, redis, or http: /cache/ of the test's nginx;
-# http-r: the same with -r, whose Redis records the objects' last use).
+# http-r: the same with -r, whose Redis records the objects' last use;
+# s3-r: the test's S3 store with -r).
 on() {
     ON=(--cache-dir "$C")
     case $1 in
@@ -382,6 +383,7 @@ on() {
     redis) ON+=(--store redis -r "$REDIS_URL") ;;
     http) ON+=(--store "$STORE") ;;
     http-r) ON+=(--store "$STORE" -r "$REDIS_URL") ;;
+    s3-r) ON+=(--store "$S3_STORE" -r "$REDIS_URL") ;;
     *) fail "no store '$1'" ;;
     esac
 }

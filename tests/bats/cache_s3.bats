@@ -305,3 +305,26 @@ SH
     assert_failure
     assert_equal "$(s3_keys)" "$(s3_obj "$K")"
 }
+
+@test "--warm through the S3 store: a new input state builds over the newest entry's --output, then is a hit" {
+    mkdir -p "$T/w"
+    cd "$T/w" || fail "no $T/w"
+    printf 'one\n' >dep
+    local step='mkdir -p out; cat dep >>out/log; cat out/log'
+    run --separate-stderr bls --depends dep --output out --warm "$K" sh -c "$step"
+    assert_success
+    assert_output one
+    # Another input state, in a tree without the output: the newest entry's
+    # out/ is put in place first, and the build adds to it.
+    rm -rf out
+    printf 'two\n' >dep
+    run --separate-stderr bls -v --depends dep --output out --warm "$K" sh -c "$step"
+    assert_success
+    assert_output "$(printf 'one\ntwo')"
+    assert_regex "$stderr" "cache '$K': warm start from '$K' \\(inputs [0-9a-f]+, age "
+    rm -rf out
+    run --separate-stderr bls --depends dep --output out --warm "$K" sh -c "$step"
+    assert_success
+    assert_output "$(printf 'one\ntwo')"
+    assert_equal "$(cat out/log)" "$(printf 'one\ntwo')"
+}
