@@ -344,12 +344,14 @@ const OptionDecl* decl_named(std::string_view typed) {
 }
 
 // Where each option is in the table, by its Opt (every Opt is declared once).
-constexpr std::array<std::size_t, option_table.size()> table_index = [] {
-  std::array<std::size_t, option_table.size()> at{};
-  for (std::size_t i = 0; i < option_table.size(); ++i)
+constexpr std::size_t option_count = option_table.size();
+constexpr std::array<std::size_t, option_count> make_table_index() {
+  std::array<std::size_t, option_count> at{};
+  for (std::size_t i = 0; i < option_count; ++i)
     at[static_cast<std::size_t>(option_table[i].id)] = i;
   return at;
-}();
+}
+constexpr std::array<std::size_t, option_count> table_index = make_table_index();
 static_assert(static_cast<std::size_t>(Opt::list) + 1 == option_table.size(), "an Opt without a declaration");
 
 std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)]; }

@@ -265,7 +265,7 @@ GcCounts CacheStore::sweep(std::optional<Nanos> max_age, std::int64_t now_ns, We
         say_removed(nullptr, path, 0, "corrupt: " + why);
       continue;
     }
-    if (kept) kept->push_back({{name, size, atime_ns(st)}, std::move(*h)});
+    if (kept) kept->emplace_back(WeighedEntry{name, size, atime_ns(st)}, std::move(*h));
   }
   return counts;
 }
@@ -286,7 +286,8 @@ std::variant<GcCounts, SysError> CacheStore::gc(const GcPolicy& policy) const {
     entries.push_back(w);
   }
   int removed = 0;
-  for (const Removal& r : by_use(std::move(entries), policy)) {
+  const std::vector<Removal> removals = by_use(std::move(entries), policy);
+  for (const Removal& r : removals) {
     const std::string path = dir_ + "/" + r.name;
     if (::unlink(path.c_str()) != 0) continue;
     ++removed;

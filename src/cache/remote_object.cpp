@@ -213,12 +213,13 @@ std::variant<GcCounts, SysError> gc_objects(
   }
   for (const auto& [name, when] : used) // objects gone by other hands
     if (!kept_heads.count(name)) gone.push_back(name);
-  if (by_use_asked)
-    for (const Removal& r : by_use(std::move(kept), policy, uses ? "last used" : "built")) {
-      if (auto e = remove(*kept_heads.at(r.name), r.why)) return *e;
-      ++counts.entries_removed;
-      gone.push_back(r.name);
-    }
+  const std::vector<Removal> removals =
+      by_use_asked ? by_use(std::move(kept), policy, uses ? "last used" : "built") : std::vector<Removal>();
+  for (const Removal& r : removals) {
+    if (auto e = remove(*kept_heads.at(r.name), r.why)) return *e;
+    ++counts.entries_removed;
+    gone.push_back(r.name);
+  }
   if (uses) uses->forget(gone);
   diag::debug_lazy([&] {
     return message(Msg::cache_gc_done,

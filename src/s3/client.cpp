@@ -117,7 +117,12 @@ Reply Client::once(const Call& c) {
   x.method = c.method;
   x.url = t.url;
   if (!c.query.empty()) x.url += "?" + canonical_query(c.query);
-  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) x.headers.push_back(name + ": " + value);
+  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) {
+    std::string header = std::move(name);
+    header += ": ";
+    header += value;
+    x.headers.push_back(std::move(header));
+  }
   if (!c.range.empty()) x.headers.push_back("Range: bytes=" + std::string(c.range));
   x.data = c.data;
   x.fd = c.fd;
