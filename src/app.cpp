@@ -11,6 +11,7 @@
 #include "lock/redis_lock.hpp"
 #include "lock/status_format.hpp"
 #include "messages.hpp"
+#include "redis/tls.hpp"
 #include "run/command.hpp"
 #include "secrets.hpp"
 #include "util/clock.hpp"
@@ -150,12 +151,24 @@ int cmd_release_or_extend(const Options& o) {
   return o.busy_exit;
 }
 
+// OpenSSL is loaded here, once a run is known to talk TLS and before its
+// first connection or any lock, not while parsing: a file it cannot use is
+// still a usage error (SPEC §12), never a backend error that --fail-open
+// would run past or a wait would retry.
+void prepare_tls(const Options& o) {
+  std::optional<TlsSetupError> e;
+  if (o.backend == Backend::redis && uses_tls(o.redis)) e = tls_prepare(o.redis.tls);
+  if (!e && o.command == Command::cache && !o.cache.store_ca.empty()) e = tls_check_ca(o.cache.store_ca);
+  if (e) throw UsageError(Msg::usage_tls_setup, {{"error", e->text}}, o.messages_file);
+}
+
 } // namespace
 
 int app_main(int argc, char** argv) {
   int error_exit = exit_code::error;
   try {
     Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
+    prepare_tls(o); // as if parsing had judged the files: before anything else is said
     error_exit = o.error_exit;
     diag::set_verbosity(o.verbosity);
     if (!o.messages_file.empty()) {

@@ -742,13 +742,9 @@ const char* env_value(const EnvLookup& getenv, const char* name) {
   return (v && *v) ? v : nullptr; // an empty variable counts as unset
 }
 
-// The TLS options fit the URL and their files can be used (SPEC §12);
-// `named(id)` is how the user gave the option, for the message.
-// A rediss:// URL anywhere, so also in a quorum whose first server is plain.
-bool uses_tls(const RedisSettings& r) {
-  return r.url.tls || std::any_of(r.quorum.begin(), r.quorum.end(), [](const RedisUrl& u) { return u.tls; });
-}
-
+// The TLS options fit the URL and their files can be read (SPEC §12);
+// `named(id)` is how the user gave the option, for the message. Whether
+// OpenSSL can use them is asked before the first connection (app).
 // `https_store`: --tls-ca verifies that server too.
 template <class Named> void check_tls(const RedisSettings& r, bool https_store, const Named& named) {
   const TlsFiles& f = r.tls;
@@ -762,7 +758,7 @@ template <class Named> void check_tls(const RedisSettings& r, bool https_store, 
     usage(Msg::usage_option_needs, {{"option", named(Opt::tls_cert)}, {"value", "--tls-key"}});
   if (!f.key.empty() && f.cert.empty())
     usage(Msg::usage_option_needs, {{"option", named(Opt::tls_key)}, {"value", "--tls-cert"}});
-  if (auto e = tls_prepare(f)) usage(Msg::usage_tls_setup, {{"error", e->text}});
+  if (auto e = tls_check_readable(f)) usage(Msg::usage_tls_setup, {{"error", e->text}});
 }
 
 // The servers of a quorum are independent plain servers, each named once.
@@ -965,7 +961,7 @@ void choose_store(Parsed& p) {
   // --tls-ca is one option for both layers: the store gets its own copy.
   const std::string& ca = p.opts.redis.tls.ca;
   if ((c.store == CacheStoreKind::http && !c.store_url.tls) || ca.empty()) return;
-  if (auto e = tls_check_ca(ca)) usage(Msg::usage_tls_setup, {{"error", e->text}});
+  if (auto e = tls_check_readable(TlsFiles{ca, {}, {}})) usage(Msg::usage_tls_setup, {{"error", e->text}});
   c.store_ca = ca;
 }
 

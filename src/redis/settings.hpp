@@ -36,4 +36,12 @@ struct RedisSettings {
   bool operator==(const RedisSettings&) const = default;
 };
 
+// A rediss:// URL anywhere, so also in a quorum whose first server is plain.
+inline bool uses_tls(const RedisSettings& r) {
+  if (r.url.tls) return true;
+  for (const RedisUrl& u : r.quorum)
+    if (u.tls) return true;
+  return false;
+}
+
 } // namespace bufferlock

@@ -89,6 +89,24 @@ std::optional<std::string> unreadable(const std::string& path) {
   return std::nullopt;
 }
 
+TlsSetupError file_error(std::string_view option, const std::string& path, const std::string& why) {
+  return TlsSetupError{std::string(option) + " " + path + ": " + why};
+}
+
+} // namespace
+
+std::optional<TlsSetupError> tls_check_readable(const TlsFiles& files) {
+  for (const auto& [option, path] : {std::pair<std::string_view, const std::string&>{"--tls-ca", files.ca},
+                                     {"--tls-cert", files.cert},
+                                     {"--tls-key", files.key}}) {
+    if (path.empty()) continue;
+    if (auto why = unreadable(path)) return file_error(option, path, *why);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 struct Context {
   SSL_CTX* ctx = nullptr; // lives as long as the process: one per run
   std::optional<TlsSetupError> error;
@@ -103,15 +121,10 @@ Context make_context(const TlsFiles& files) {
   }
   const Api& a = lib.api;
   auto fail = [&](std::string_view option, const std::string& path, const std::string& why) {
-    c.error = TlsSetupError{std::string(option) + " " + path + ": " + why};
+    c.error = file_error(option, path, why);
     return c;
   };
-  for (const auto& [option, path] : {std::pair<std::string_view, const std::string&>{"--tls-ca", files.ca},
-                                     {"--tls-cert", files.cert},
-                                     {"--tls-key", files.key}}) {
-    if (path.empty()) continue;
-    if (auto why = unreadable(path)) return fail(option, path, *why);
-  }
+  if ((c.error = tls_check_readable(files))) return c;
   c.ctx = a.SSL_CTX_new(a.TLS_client_method());
   if (!c.ctx) {
     c.error = TlsSetupError{"cannot set up TLS: " + queue_reason()};
@@ -158,7 +171,7 @@ bool is_ip_address(const std::string& host) {
 std::optional<TlsSetupError> tls_prepare(const TlsFiles& files) { return context(&files).error; }
 
 std::optional<TlsSetupError> tls_check_ca(const std::string& path) {
-  if (auto why = unreadable(path)) return TlsSetupError{"--tls-ca " + path + ": " + *why};
+  if (auto e = tls_check_readable(TlsFiles{path, {}, {}})) return e;
   if (!library().error.empty()) return std::nullopt; // the https client's own TLS library judges it
   // The rediss:// set-up on a context of its own, which is not kept.
   const Context c = make_context(TlsFiles{path, {}, {}});

@@ -28,10 +28,15 @@ struct TlsSetupError {
   std::string text; // names the option or the file
 };
 
+// Whether every file given can be opened for reading: the checks that need
+// no OpenSSL, so a command line can be judged without loading it.
+std::optional<TlsSetupError> tls_check_readable(const TlsFiles& files);
+
 // Loads OpenSSL and builds the one client context of this process from
 // `files`: TLS 1.2 or newer, peer verification against the system's CAs or
 // files.ca, the client certificate and key when given. Later calls return
-// the first result.
+// the first result. Called once a run is known to talk TLS, before its
+// first connection (and before any lock), not while parsing.
 std::optional<TlsSetupError> tls_prepare(const TlsFiles& files);
 
 // Whether `path` can serve as --tls-ca for a server that another library

@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 # requests of the layers below it, never their workings' callers.
 declare -A may=(
   [main]="app"
-  [app]="cli help secrets cache lock run messages exit_codes util"
+  [app]="cli help secrets cache lock run redis messages exit_codes util"
   [help]="cli http redis"
   [secrets]="cli redis messages util"
   [cli]="argv_scan help cache lock redis http s3 messages util"

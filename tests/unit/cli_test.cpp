@@ -282,6 +282,19 @@ TEST(Cli, TlsOptionsFitTheUrl) {
   EXPECT_EQ(usage_error({"-r", "rediss://h", "k", "true"}, env), "BUFFERLOCK_TLS_CERT needs --tls-key");
 }
 
+// Parsing reads no PEM: OpenSSL is loaded before the first connection
+// (app.cpp), so a file that can be read passes here whatever it holds.
+TEST(Cli, TlsFilesAreJudgedByOpenSslOnlyAfterParsing) {
+  char name[] = "/tmp/bufferlock-unit-notpem-XXXXXX";
+  const int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const Options o = parse({"-r", "rediss://h", "--tls-ca", name, "k", "true"});
+  EXPECT_EQ(o.redis.tls.ca, name);
+  EXPECT_EQ(parse({"cache", "--store", "https://h/x", "--tls-ca", name, "k", "true"}).cache.store_ca, name);
+  ::unlink(name);
+}
+
 TEST(Cli, RedisTimingOptionsMustBePositive) {
   for (const char* opt : {"--connect-timeout", "--io-timeout", "--step", "--max-step"})
     EXPECT_NE(usage_error({"-r", "redis://h", opt, "0", "k", "true"}), "(no error)") << opt;
