@@ -109,9 +109,10 @@ enum class Opt {
 // variable is read: anything; the choice of backend (a variable only where
 // the command line chose none); the lock's wait and slots (read where a
 // backend is used); the redis backend (refused with the file backend; tls:
-// with a plain redis:// URL too); `cache` alone; or the http store alone
-// (refused with another store).
-enum class Scope { any, backend, lock, redis, tls, cache, http, objects };
+// with a plain redis:// URL too); TLS of Redis or of an https/s3 store
+// (tls_or_store: a redis option, but in `cache` a store's too); `cache`
+// alone; or the http store alone (refused with another store).
+enum class Scope { any, backend, lock, redis, tls, tls_or_store, cache, http, objects };
 
 // The subcommands that take an option, a bit for each Command; given to
 // another, it is refused (usage_option_not_here).
@@ -209,7 +210,7 @@ constexpr std::array<OptionDecl, 58> option_table = {{
      "after term: SIGKILL this long after the SIGTERM (shortened to fit the TTL)", "10",
      "BUFFERLOCK_KILL_AFTER", Scope::redis},
     {Opt::tls_ca, "--tls-ca", "FILE", g_tls, "trust the CA certificates in FILE (PEM)", "the system's",
-     "BUFFERLOCK_TLS_CA", Scope::tls},
+     "BUFFERLOCK_TLS_CA", Scope::tls_or_store},
     {Opt::tls_cert, "--tls-cert", "FILE", g_tls, "client certificate (PEM) for mutual TLS; needs --tls-key",
      "", "BUFFERLOCK_TLS_CERT", Scope::tls},
     {Opt::tls_key, "--tls-key", "FILE", g_tls, "the private key (PEM) of --tls-cert", "",
@@ -473,10 +474,9 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   Options& o = p.opts;
   const bool from_env = !decl.env.empty() && typed == decl.env;
   (from_env ? p.from_env : p.given)[static_cast<std::size_t>(&decl - option_table.data())] = true;
-  // --tls-ca serves an https store too (check_store_options).
-  const bool store_ca = decl.id == Opt::tls_ca && o.command == Command::cache;
-  if ((decl.scope == Scope::redis || (decl.scope == Scope::tls && !store_ca)) && p.first_redis_option.empty())
-    p.first_redis_option = typed;
+  const bool redis_option = decl.scope == Scope::redis || decl.scope == Scope::tls ||
+                            (decl.scope == Scope::tls_or_store && o.command != Command::cache);
+  if (redis_option && p.first_redis_option.empty()) p.first_redis_option = typed;
   switch (decl.id) {
   case Opt::dir:
     if (value.empty()) usage(Msg::usage_empty_dir);
@@ -750,7 +750,7 @@ template <class Named> void check_tls(const RedisSettings& r, bool https_store, 
   const TlsFiles& f = r.tls;
   if (!uses_tls(r)) {
     for (auto [id, file] : {std::pair{Opt::tls_ca, &f.ca}, {Opt::tls_cert, &f.cert}, {Opt::tls_key, &f.key}})
-      if (!file->empty() && !(https_store && id == Opt::tls_ca))
+      if (!file->empty() && !(https_store && decl_of(id).scope == Scope::tls_or_store))
         usage(Msg::usage_option_needs, {{"option", named(id)}, {"value", "a rediss:// URL"}});
     return;
   }
@@ -828,10 +828,9 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   case Scope::backend: return uses_backend(p) && !given(p, Opt::dir) && !given(p, Opt::redis);
   case Scope::lock: return uses_backend(p);
   case Scope::redis: return uses_backend(p) && p.redis_url;
-  case Scope::tls:
-    // --tls-ca serves an http(s) store too (choose_store).
-    return (uses_backend(p) && p.redis_url && names_tls_server(p)) ||
-           (d.id == Opt::tls_ca && (http_store_named(p) || s3_store_named(p)));
+  case Scope::tls: return uses_backend(p) && p.redis_url && names_tls_server(p);
+  case Scope::tls_or_store:
+    return (uses_backend(p) && p.redis_url && names_tls_server(p)) || http_store_named(p) || s3_store_named(p);
   case Scope::http: return http_store_named(p);
   case Scope::objects: return http_store_named(p) || s3_store_named(p);
   }
