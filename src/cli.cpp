@@ -20,9 +20,8 @@
 #include "argv_scan.hpp"
 #include "cache/depends.hpp"
 #include "cache/exclude.hpp"
-#include "http/url.hpp"
+#include "cache/open_store.hpp"
 #include "redis/url.hpp"
-#include "s3/url.hpp"
 #include "help.hpp"
 #include "lock/lease.hpp"
 #include "messages.hpp"
@@ -776,11 +775,7 @@ void check_quorum(const std::vector<RedisUrl>& quorum) {
   }
 }
 
-bool https_store(const Options& o) {
-  // An S3 endpoint (from the environment) may be https too.
-  return o.command == Command::cache && ((o.cache.store == CacheStoreKind::http && o.cache.store_url.tls) ||
-                                         o.cache.store == CacheStoreKind::s3);
-}
+bool https_store(const Options& o) { return o.command == Command::cache && store_talks_tls(o.cache); }
 
 // Whether the command line gave option `id`.
 bool given(const Parsed& p, Opt id) { return p.given[index_of(id)]; }
@@ -795,8 +790,11 @@ std::string_view typed_name_of(const Parsed& p, Opt id) {
   return given(p, id) ? long_name(d) : d.env;
 }
 
-bool http_store_named(const Parsed& p) { return p.store && is_http_store(*p.store); }
-bool s3_store_named(const Parsed& p) { return p.store && s3::is_s3_store(*p.store); }
+// What the store that --store spells takes (nothing for none, or one spelled wrong).
+StoreTraits named_store(const Parsed& p) {
+  const StoreTraits* t = p.store ? store_spelled(*p.store) : nullptr;
+  return t ? *t : StoreTraits{};
+}
 
 // Whether this run uses a lock backend: all but `cache --gc` and `cache
 // --list` of a store other than Redis, and for `cache --gc` of an http
@@ -804,9 +802,9 @@ bool s3_store_named(const Parsed& p) { return p.store && s3::is_s3_store(*p.stor
 bool uses_backend(const Parsed& p) {
   const Options& o = p.opts;
   if (o.command != Command::cache) return true;
-  const bool redis_store = p.store && *p.store == "redis";
-  if (o.cache.gc) return redis_store || http_store_named(p) || s3_store_named(p);
-  return !o.cache.list || redis_store;
+  const StoreTraits store = named_store(p);
+  if (o.cache.gc) return store.in_redis || store.objects;
+  return !o.cache.list || store.in_redis;
 }
 
 // A rediss:// URL among those named (unparsable ones are reported later).
@@ -830,9 +828,9 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   case Scope::redis: return uses_backend(p) && p.redis_url;
   case Scope::tls: return uses_backend(p) && p.redis_url && names_tls_server(p);
   case Scope::tls_or_store:
-    return (uses_backend(p) && p.redis_url && names_tls_server(p)) || http_store_named(p) || s3_store_named(p);
-  case Scope::http: return http_store_named(p);
-  case Scope::objects: return http_store_named(p) || s3_store_named(p);
+    return (uses_backend(p) && p.redis_url && names_tls_server(p)) || named_store(p).objects;
+  case Scope::http: return named_store(p).token;
+  case Scope::objects: return named_store(p).objects;
   }
   return false;
 }
@@ -923,43 +921,28 @@ void choose_backend(Parsed& p, const EnvLookup& getenv) {
 }
 
 // --store (BUFFERLOCK_CACHE_STORE): the cache directory, the Redis server,
-// or an HTTP server (SPEC §15, §18); the options only an http store takes.
+// or an HTTP server or S3 bucket (SPEC §15, §18, §19), as the store table
+// spells them (cache/open_store.hpp); the options only some stores take.
 void choose_store(Parsed& p) {
   CacheSettings& c = p.opts.cache;
   if (p.store) {
     const std::string_view typed = typed_name_of(p, Opt::store);
-    const std::string_view store = *p.store;
-    if (store == "redis") {
-      c.store = CacheStoreKind::redis;
-    } else if (is_http_store(store)) {
-      auto url = parse_store_url(store);
-      if (auto* why = std::get_if<std::string>(&url))
-        usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", redact_url(store)}, {"error", *why}});
-      c.store = CacheStoreKind::http;
-      c.store_url = std::get<StoreUrl>(std::move(url));
-    } else if (s3::is_s3_store(store)) {
-      auto where = s3::parse_s3_url(store);
-      if (auto* why = std::get_if<std::string>(&where))
-        usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", store}, {"error", *why}});
-      c.store = CacheStoreKind::s3;
-      c.store_s3 = std::string(store);
-    } else if (store != "file") {
-      usage(Msg::usage_bad_store, {{"option", typed}, {"value", redact_url(store)}});
-    }
+    if (!store_spelled(*p.store))
+      usage(Msg::usage_bad_store, {{"option", typed}, {"value", redact_url(*p.store)}});
+    if (auto e = spell_store(c, *p.store))
+      usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", e->shown}, {"error", e->why}});
   }
-  // The options of the http store alone, and of every object store (http, s3).
-  const bool objects = c.store == CacheStoreKind::http || c.store == CacheStoreKind::s3;
+  const StoreTraits& store = store_traits(c);
   for (const auto& d : option_table)
-    if (given(p, d.id) &&
-        ((d.scope == Scope::http && c.store != CacheStoreKind::http) || (d.scope == Scope::objects && !objects)))
+    if (given(p, d.id) && ((d.scope == Scope::http && !store.token) || (d.scope == Scope::objects && !store.objects)))
       usage(Msg::usage_option_needs, {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
-  if (!objects) return;
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
-  // error now, not a store that fails verification on every run. An S3
-  // endpoint (from the environment) may be https too.
-  // --tls-ca is one option for both layers: the store gets its own copy.
+  // error, not a store that fails verification on every run (its PEM is
+  // judged before the first connection: app). An S3 endpoint (from the
+  // environment) may be https too. --tls-ca is one option for both layers:
+  // the store gets its own copy.
   const std::string& ca = p.opts.redis.tls.ca;
-  if ((c.store == CacheStoreKind::http && !c.store_url.tls) || ca.empty()) return;
+  if (!store_talks_tls(c) || ca.empty()) return;
   if (auto e = tls_check_readable(TlsFiles{ca, {}, {}})) usage(Msg::usage_tls_setup, {{"error", e->text}});
   c.store_ca = ca;
 }
@@ -1300,15 +1283,15 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       usage(Msg::usage_option_needs, {{"option", "--max-unused"}, {"value", "--gc"}});
     if (c.gc) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
-      if (c.store == CacheStoreKind::redis)
+      if (store_traits(c).in_redis)
         check_redis_store(p, getenv);
-      else if (c.store == CacheStoreKind::http || c.store == CacheStoreKind::s3)
+      else if (store_traits(c).objects)
         choose_backend(p, getenv); // -r: where the store's last uses are
       return o;
     }
     if (c.list) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
-      if (c.store == CacheStoreKind::redis) check_redis_store(p, getenv);
+      if (store_traits(c).in_redis) check_redis_store(p, getenv);
       return o;
     }
   }
@@ -1348,7 +1331,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   if (o.close && p.no_fork) usage(Msg::usage_close_and_no_fork);
 
   check_slots(p);
-  if (o.command == Command::cache && o.cache.store == CacheStoreKind::redis)
+  if (o.command == Command::cache && store_traits(o.cache).in_redis)
     check_redis_store(p, getenv);
   else
     choose_backend(p, getenv);

@@ -6,7 +6,9 @@
 #include "cache/s3_store.hpp"
 #include "cache/settings.hpp"
 #include "lock/settings.hpp"
+#include "redis/url.hpp"
 #include "s3/credentials.hpp"
+#include "s3/url.hpp"
 #include "run/command.hpp"
 #include "util/files.hpp"
 
@@ -94,27 +96,52 @@ Opened open_s3(const StoreRequest& r) {
   return std::make_unique<S3Store>(std::move(s), object_uses(r, url));
 }
 
-// The stores, by the scheme of --store.
+// The URL of --store into the settings of its store.
+using Spell = std::optional<StoreSpellingError> (*)(CacheSettings&, std::string_view);
+
+std::optional<StoreSpellingError> spell_word(CacheSettings&, std::string_view) { return std::nullopt; }
+
+std::optional<StoreSpellingError> spell_http(CacheSettings& c, std::string_view text) {
+  auto url = parse_store_url(text);
+  if (auto* why = std::get_if<std::string>(&url)) return StoreSpellingError{redact_url(text), *why};
+  c.store_url = std::get<StoreUrl>(std::move(url));
+  return std::nullopt;
+}
+
+std::optional<StoreSpellingError> spell_s3(CacheSettings& c, std::string_view text) {
+  auto where = s3::parse_s3_url(text);
+  if (auto* why = std::get_if<std::string>(&where)) return StoreSpellingError{std::string(text), *why};
+  c.store_s3 = std::string(text);
+  return std::nullopt;
+}
+
+// The stores: how --store spells each (a word, or a URL's scheme), what it
+// takes, and how it is made.
 struct Scheme {
-  std::string_view scheme;
+  std::string_view spelling; // ending in "://": the beginning of a URL
+  CacheStoreKind kind;
+  StoreTraits traits;
+  Spell spell;
   Opened (*open)(const StoreRequest&);
 };
 constexpr Scheme schemes[] = {
-    {"file", open_file},
-    {"redis", open_redis},
-    {"http", open_http},
-    {"https", open_http},
-    {"s3", open_s3},
+    {"file", CacheStoreKind::file, {}, spell_word, open_file},
+    {"redis", CacheStoreKind::redis, {.in_redis = true}, spell_word, open_redis},
+    {"http://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http},
+    {"https://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http},
+    {"s3://", CacheStoreKind::s3, {.objects = true}, spell_s3, open_s3},
 };
 
-std::string_view scheme_of(const CacheSettings& c) {
-  switch (c.store) {
-  case CacheStoreKind::redis: return "redis";
-  case CacheStoreKind::http: return c.store_url.tls ? "https" : "http";
-  case CacheStoreKind::s3: return "s3";
-  case CacheStoreKind::file: break;
-  }
-  return "file";
+const Scheme* scheme_spelled(std::string_view text) {
+  for (const Scheme& s : schemes)
+    if (s.spelling.ends_with("://") ? text.starts_with(s.spelling) : text == s.spelling) return &s;
+  return nullptr;
+}
+
+const Scheme& scheme_of(const CacheSettings& c) {
+  for (const Scheme& s : schemes)
+    if (s.kind == c.store) return s;
+  return schemes[0];
 }
 
 // A store that failed a read (no answer, a stall, an error of the server)
@@ -186,17 +213,31 @@ private:
 
 } // namespace
 
+const StoreTraits* store_spelled(std::string_view text) {
+  const Scheme* s = scheme_spelled(text);
+  return s ? &s->traits : nullptr;
+}
+
+std::optional<StoreSpellingError> spell_store(CacheSettings& c, std::string_view text) {
+  const Scheme* s = scheme_spelled(text);
+  if (!s) return StoreSpellingError{std::string(text), "no store is spelled so"};
+  if (auto e = s->spell(c, text)) return e;
+  c.store = s->kind;
+  return std::nullopt;
+}
+
+const StoreTraits& store_traits(const CacheSettings& c) { return scheme_of(c).traits; }
+
+bool store_talks_tls(const CacheSettings& c) {
+  return c.store == CacheStoreKind::s3 || (c.store == CacheStoreKind::http && c.store_url.tls);
+}
+
 std::variant<std::unique_ptr<EntryStore>, std::string>
 open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir) {
-  const std::string_view scheme = scheme_of(cache);
-  for (const Scheme& s : schemes) {
-    if (s.scheme != scheme) continue;
-    Opened made = s.open(StoreRequest{cache, redis, cache_dir});
-    if (auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made))
-      return std::make_unique<DownForRun>(std::move(*store));
-    return made;
-  }
-  return std::make_unique<DownForRun>(std::make_unique<CacheStore>(cache_dir));
+  Opened made = scheme_of(cache).open(StoreRequest{cache, redis, cache_dir});
+  if (auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made))
+    return std::make_unique<DownForRun>(std::move(*store));
+  return made;
 }
 
 std::optional<SysError> prepare_cache_dir(const std::string& dir) { return CacheStore(dir).prepare(); }

@@ -59,3 +59,36 @@ TEST(OpenStore, AnUnreadableTokenFileIsAnError) {
   ASSERT_TRUE(std::holds_alternative<std::string>(made));
   EXPECT_NE(std::get<std::string>(made).find("/nonexistent/token"), std::string::npos);
 }
+
+// The table spells every store (cli asks it, and knows none by name).
+TEST(OpenStore, SpellsEachStoreInItsTable) {
+  ASSERT_NE(store_spelled("file"), nullptr);
+  EXPECT_FALSE(store_spelled("file")->objects);
+  ASSERT_NE(store_spelled("redis"), nullptr);
+  EXPECT_TRUE(store_spelled("redis")->in_redis);
+  ASSERT_NE(store_spelled("https://h/x"), nullptr);
+  EXPECT_TRUE(store_spelled("https://h/x")->objects);
+  EXPECT_TRUE(store_spelled("http://h/x")->token);
+  ASSERT_NE(store_spelled("s3://bucket/p"), nullptr);
+  EXPECT_TRUE(store_spelled("s3://bucket/p")->objects);
+  EXPECT_FALSE(store_spelled("s3://bucket/p")->token);
+  for (const char* none : {"files", "Redis", "ftp://h/x", "http:/h", "s3:/b", ""})
+    EXPECT_EQ(store_spelled(none), nullptr) << none;
+
+  CacheSettings c;
+  EXPECT_FALSE(store_talks_tls(c));
+  EXPECT_FALSE(spell_store(c, "http://h/x"));
+  EXPECT_EQ(c.store, CacheStoreKind::http);
+  EXPECT_FALSE(store_talks_tls(c));
+  EXPECT_FALSE(spell_store(c, "https://h/x"));
+  EXPECT_TRUE(store_talks_tls(c));
+  EXPECT_FALSE(spell_store(c, "s3://bucket/p"));
+  EXPECT_EQ(c.store, CacheStoreKind::s3);
+  EXPECT_EQ(c.store_s3, "s3://bucket/p");
+  EXPECT_TRUE(store_traits(c).objects);
+  const auto bad = spell_store(c, "http://u:hunter2@h:99999/x");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->why, "bad port");
+  EXPECT_EQ(bad->shown.find("hunter2"), std::string::npos);
+  EXPECT_EQ(c.store, CacheStoreKind::s3); // a bad URL leaves the settings as they were
+}
