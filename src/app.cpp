@@ -15,6 +15,7 @@
 #include "run/command.hpp"
 #include "secrets.hpp"
 #include "util/clock.hpp"
+#include "util/env_index.hpp"
 #include "util/io.hpp"
 #include "util/sigmask.hpp"
 
@@ -167,7 +168,10 @@ void prepare_tls(const Options& o) {
 int app_main(int argc, char** argv) {
   int error_exit = exit_code::error;
   try {
-    Options o = parse_command_line(argc, argv, [](const char* name) { return ::getenv(name); });
+    // The option table has a variable for many options, most runs none:
+    // environ is read once for them.
+    const EnvIndex env("BUFFERLOCK_", environ);
+    Options o = parse_command_line(argc, argv, {[&env](const char* name) { return env.get(name); }, &env.found()});
     prepare_tls(o); // as if parsing had judged the files: before anything else is said
     error_exit = o.error_exit;
     diag::set_verbosity(o.verbosity);

@@ -373,6 +373,11 @@ constexpr std::array<std::size_t, env_count> env_order = [] {
   return out;
 }();
 
+// Every variable is one of ours, the prefix that EnvLookup::ours holds.
+static_assert(std::all_of(option_table.begin(), option_table.end(), [](const OptionDecl& d) {
+  return d.env.empty() || d.env.starts_with("BUFFERLOCK_");
+}));
+
 // The declaration of option `id`.
 const OptionDecl& decl_of(Opt id) { return option_table[index_of(id)]; }
 
@@ -835,13 +840,34 @@ bool env_applies(const Parsed& p, const OptionDecl& d) {
   return false;
 }
 
+// Which options' variables may be set: those among getenv.ours when the
+// lookup found them all (most runs: none), else every one.
+std::array<bool, option_table.size()> variables_set(const EnvLookup& getenv) {
+  std::array<bool, option_table.size()> set{};
+  if (!getenv.ours) {
+    set.fill(true);
+    return set;
+  }
+  constexpr std::size_t ours = std::string_view("BUFFERLOCK_").size();
+  for (const std::string_view entry : *getenv.ours)
+    for (const std::size_t i : env_order) {
+      const std::string_view name = option_table[i].env.substr(ours);
+      // The first letter after the prefix tells most names apart.
+      if (entry.size() > ours + name.size() && entry[ours] == name[0] &&
+          entry.substr(ours, name.size()) == name && entry[ours + name.size()] == '=')
+        set[i] = true;
+    }
+  return set;
+}
+
 // The environment stands in for every option the command line did not
 // give, where that option applies (env_applies), in the order of env_rank.
 // An empty variable counts as unset; a flag's variable is 1 (on) or 0.
 void fill_from_environment(Parsed& p, const EnvLookup& getenv) {
+  const std::array<bool, option_table.size()> set = variables_set(getenv);
   for (const std::size_t i : env_order) {
     const OptionDecl& d = option_table[i];
-    if (p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
+    if (!set[i] || p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
     const char* v = env_value(getenv, d.env.data()); // a string literal: NUL-terminated
     if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
     if (d.value_name.empty() && v != std::string_view("1"))
@@ -972,10 +998,23 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
 
 // An option given to a subcommand that does not take it (SPEC §14: --slots,
 // --also; --json).
+// Only the few options that some subcommand of a KEY refuses are looked at.
+constexpr std::size_t narrow_count =
+    std::count_if(option_table.begin(), option_table.end(), [](const OptionDecl& d) {
+      return (d.commands & subcommands_of_a_key) != subcommands_of_a_key;
+    });
+constexpr std::array<std::size_t, narrow_count> narrow_options = [] {
+  std::array<std::size_t, narrow_count> out{};
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < option_table.size(); ++i)
+    if ((option_table[i].commands & subcommands_of_a_key) != subcommands_of_a_key) out[n++] = i;
+  return out;
+}();
+
 void refuse_options_not_here(const Parsed& p) {
   const Command c = p.opts.command;
-  for (const OptionDecl& d : option_table)
-    if (given(p, d.id) && (d.commands & command_bit(c)) == 0)
+  for (const std::size_t i : narrow_options)
+    if (const OptionDecl& d = option_table[i]; p.given[i] && (d.commands & command_bit(c)) == 0)
       usage(Msg::usage_option_not_here,
             {{"option", long_name(d)}, {"command", subcommands[static_cast<std::size_t>(c)]}});
 }
@@ -1254,7 +1293,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
   Options& o = p.opts;
   fill_from_environment(p, getenv);
   if (o.command == Command::help || o.command == Command::version || o.command == Command::list_messages)
-    return o;
+    return std::move(o); // p dies here: no copy
   const bool have_key = !words.empty();
   if (have_key) {
     o.key = words.front();
@@ -1287,12 +1326,12 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
         check_redis_store(p, getenv);
       else if (store_traits(c).objects)
         choose_backend(p, getenv); // -r: where the store's last uses are
-      return o;
+      return std::move(o);
     }
     if (c.list) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       if (store_traits(c).in_redis) check_redis_store(p, getenv);
-      return o;
+      return std::move(o);
     }
   }
   refuse_options_not_here(p);
@@ -1339,7 +1378,7 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
       (o.command == Command::acquire || o.command == Command::release || o.command == Command::extend)) {
     usage(Msg::usage_file_subcommand, {{"command", subcommands[static_cast<int>(o.command)]}});
   }
-  return o;
+  return std::move(o);
 }
 
 } // namespace bufferlock

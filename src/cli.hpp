@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace bufferlock {
@@ -61,8 +62,20 @@ public:
   std::string messages_file;
 };
 
-// Looks up an environment variable; nullptr when unset.
-using EnvLookup = std::function<const char*(const char*)>;
+// Looks up an environment variable (nullptr when unset). `ours`, when
+// given, holds every variable of bufferlock's own that is set
+// ("BUFFERLOCK_...=value" entries, found in one pass over environ): the
+// option table's variables are then matched against those few rather than
+// asked one by one.
+struct EnvLookup {
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, EnvLookup>>>
+  EnvLookup(F lookup, const std::vector<const char*>* ours_set = nullptr)
+      : get(std::move(lookup)), ours(ours_set) {}
+  const char* operator()(const char* name) const { return get(name); }
+
+  std::function<const char*(const char*)> get;
+  const std::vector<const char*>* ours;
+};
 
 // Which options CLI11 is given for a parse: those that argv names before KEY
 // (found by the pre-scan), or every one the subcommand accepts (tests compare).

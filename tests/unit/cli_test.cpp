@@ -295,6 +295,21 @@ TEST(Cli, TlsFilesAreJudgedByOpenSslOnlyAfterParsing) {
   ::unlink(name);
 }
 
+// Given the variables of ours that are set (found once in environ), the
+// table's fallbacks read those alone, and read them as lookups would.
+TEST(Cli, OurVariablesFoundOnceReadAsLookedUp) {
+  const Env env{{{"BUFFERLOCK_WAIT", "5"}, {"BUFFERLOCK_DIR", "/x"}, {"BUFFERLOCK_WAITX", "7"}}};
+  const std::vector<const char*> ours{"BUFFERLOCK_WAITX=7", "BUFFERLOCK_DIR=/x", "BUFFERLOCK_WAIT=5"};
+  const char* argv[] = {"bufferlock", "k", "true"};
+  const Options found = parse_command_line(3, argv, EnvLookup(env.lookup().get, &ours));
+  EXPECT_EQ(found, parse({"k", "true"}, env));
+  EXPECT_EQ(found.wait, 5s);
+  EXPECT_EQ(found.dir, "/x");
+  // A variable missing from `ours` is not asked for.
+  const std::vector<const char*> none;
+  EXPECT_EQ(parse_command_line(3, argv, EnvLookup(env.lookup().get, &none)).wait, 0s);
+}
+
 TEST(Cli, RedisTimingOptionsMustBePositive) {
   for (const char* opt : {"--connect-timeout", "--io-timeout", "--step", "--max-step"})
     EXPECT_NE(usage_error({"-r", "redis://h", opt, "0", "k", "true"}), "(no error)") << opt;
