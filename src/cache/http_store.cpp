@@ -217,12 +217,7 @@ Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs, 
 
 // The tail alone: one small range request.
 Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
-  ObjectTail t;
-  Lookup l = read_object_tail(reader(), object_name(key, address), t);
-  if (l.state == LookupState::unreadable) return l;
-  if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
-    return {LookupState::missing, {}, {}};
-  return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
+  return peek_object(reader(), key, address, object_name(key, address));
 }
 
 std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
@@ -244,15 +239,10 @@ std::variant<std::vector<ObjectHead>, SysError> HttpStore::heads(std::string_vie
   std::vector<ObjectHead> out;
   for (auto& name : std::get<std::vector<std::string>>(names)) {
     if (!name.starts_with(prefix)) continue;
-    ObjectTail t;
-    const Lookup l = read_object_tail(reader(), name, t);
-    if (l.state == LookupState::missing) continue; // gone meanwhile
-    if (l.state == LookupState::unreadable) return SysError{server(), l.why};
-    std::optional<EntryHeader> h;
-    if (l.state == LookupState::found) h = std::move(t.header);
-    // Filed under another name than its own: not an entry of this store.
-    if (h && object_name(h->key, h->address()) != name) h.reset();
-    out.push_back({std::move(name), std::move(h)});
+    auto head = read_object_head(reader(), std::move(name),
+                                 [&](const EntryHeader& h) { return object_name(h.key, h.address()); });
+    if (auto* why = std::get_if<std::string>(&head)) return SysError{server(), *why};
+    if (auto& h = std::get<std::optional<ObjectHead>>(head)) out.push_back(std::move(*h));
   }
   return out;
 }

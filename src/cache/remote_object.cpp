@@ -110,6 +110,28 @@ Lookup read_object_tail(const ObjectReader& r, const std::string& name, ObjectTa
   return {LookupState::found, {}, {}};
 }
 
+Lookup peek_object(const ObjectReader& r, std::string_view key, const Inputs& address, const std::string& name) {
+  ObjectTail t;
+  Lookup l = read_object_tail(r, name, t);
+  if (l.state == LookupState::unreadable) return l;
+  if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address))
+    return {LookupState::missing, {}, {}};
+  return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
+}
+
+std::variant<std::optional<ObjectHead>, std::string>
+read_object_head(const ObjectReader& r, std::string name,
+                 const std::function<std::string(const EntryHeader&)>& filed_name) {
+  ObjectTail t;
+  const Lookup l = read_object_tail(r, name, t);
+  if (l.state == LookupState::missing) return std::nullopt; // gone meanwhile
+  if (l.state == LookupState::unreadable) return l.why;
+  std::optional<EntryHeader> h;
+  if (l.state == LookupState::found) h = std::move(t.header);
+  if (h && filed_name(*h) != name) h.reset();
+  return ObjectHead{std::move(name), std::move(h)};
+}
+
 namespace {
 
 // The body of `t`'s object into an unnamed file behind the header: an entry

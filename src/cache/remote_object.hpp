@@ -87,11 +87,23 @@ Lookup read_object_tail(const ObjectReader& r, const std::string& name, ObjectTa
 Lookup read_object_entry(const ObjectReader& r, std::string_view key, const std::string& name,
                          const EntrySigner* signer, const EntryStore::Serves* serves = nullptr);
 
+// EntryStore::peek of an object store: the header of the entry of `key`
+// filed at `address` in object `name`, read from its tail alone.
+Lookup peek_object(const ObjectReader& r, std::string_view key, const Inputs& address, const std::string& name);
+
 // A listed object, with its header when it is an entry.
 struct ObjectHead {
   std::string name;
   std::optional<EntryHeader> header; // nullopt: not an entry
 };
+
+// The head of listed object `name`, read from its tail: nullopt when it is
+// gone meanwhile, the reason when it cannot be read. `filed_name` is the
+// object an entry's key and inputs are filed under: an entry in another
+// object is not one of this store.
+std::variant<std::optional<ObjectHead>, std::string>
+read_object_head(const ObjectReader& r, std::string name,
+                 const std::function<std::string(const EntryHeader&)>& filed_name);
 
 // A store's listed objects, or why they could not be listed.
 using ObjectHeads = std::variant<std::vector<ObjectHead>, SysError>;

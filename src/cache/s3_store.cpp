@@ -14,7 +14,6 @@ namespace {
 constexpr int most_parts = 10000; // S3's limit
 
 Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
-Lookup missing() { return {LookupState::missing, {}, {}}; }
 
 // A build sent as it is made (s3_store.hpp).
 class S3Build final : public StreamedBuild {
@@ -138,11 +137,7 @@ Lookup S3Store::lookup(std::string_view key, const Inputs& inputs) const {
 }
 
 Lookup S3Store::peek(std::string_view key, const Inputs& address) const {
-  ObjectTail t;
-  Lookup l = read_object_tail(reader(), object_key(key, address), t);
-  if (l.state == LookupState::unreadable) return l;
-  if (l.state != LookupState::found || t.header.key != key || !t.header.filed_at(address)) return missing();
-  return {LookupState::found, CachedEntry{{}, std::move(t.header), {}}, {}};
+  return peek_object(reader(), key, address, object_key(key, address));
 }
 
 std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view start) const {
@@ -154,15 +149,10 @@ std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view 
   for (s3::Object& o : objects) {
     const std::string_view name = std::string_view(o.key).substr(prefix.size());
     if (!is_entry_file_name(name)) continue;
-    ObjectTail t;
-    const Lookup l = read_object_tail(reader(), o.key, t);
-    if (l.state == LookupState::missing) continue; // gone meanwhile
-    if (l.state == LookupState::unreadable) return SysError{display_, l.why};
-    std::optional<EntryHeader> h;
-    if (l.state == LookupState::found) h = std::move(t.header);
-    // Filed under another name than its own: not an entry of this store.
-    if (h && object_key(h->key, h->address()) != o.key) h.reset();
-    out.push_back({std::move(o.key), std::move(h)});
+    auto head = read_object_head(reader(), std::move(o.key),
+                                 [&](const EntryHeader& h) { return object_key(h.key, h.address()); });
+    if (auto* why = std::get_if<std::string>(&head)) return SysError{display_, *why};
+    if (auto& h = std::get<std::optional<ObjectHead>>(head)) out.push_back(std::move(*h));
   }
   return out;
 }
