@@ -91,7 +91,8 @@ std::string joined(std::string_view parent, std::string_view name) {
 class Hasher {
 public:
   Hasher(StatCache& stats, const InputsRules& rules, InputsWalk* walk)
-      : stats_(stats), rules_(rules), walk_(walk && (walk->record || walk->since) ? walk : nullptr) {}
+      : stats_(stats), rules_(rules), walk_(walk && (walk->record || walk->since || walk->manifest) ? walk : nullptr),
+        manifest_(walk ? walk->manifest : nullptr) {}
 
   std::variant<Digest128, SysError> run(const std::vector<std::string>& paths) {
     std::string all = "bufferlock inputs 1\n";
@@ -126,6 +127,7 @@ private:
 
   // The entry at `place` whose record is `record` was seen (shown as `shown()`).
   template <class Shown> void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
+    if (!walk_->record && !walk_->since) return;
     const std::uint64_t entry = checksum(record, place);
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
@@ -146,9 +148,35 @@ private:
   // One --depends PATH, appended to `out`.
   bool top(const std::string& path, std::string& out) {
     const std::size_t start = out.size();
+    if (manifest_) {
+      manifest_->paths.push_back({path, 'M', {}, false, {}});
+      top_ = &path;
+    }
     if (!top_record(path, out)) return false;
+    if (manifest_) noted_top(std::string_view(out).substr(start));
     if (walk_) saw(checksum(path), std::string_view(out).substr(start), [&] { return path; });
     return true;
+  }
+
+  // The manifest's record of the PATH just walked, whose record is `record`.
+  void noted_top(std::string_view record) {
+    ManifestPath& p = manifest_->paths.back();
+    p.kind = record[0];
+    if (record.size() == 17) p.digest = Digest128{get_le<std::uint64_t>(record, 1), get_le<std::uint64_t>(record, 9)};
+    // The walk goes directory by directory: "a/x" comes before "a.c".
+    std::sort(p.files.begin(), p.files.end(),
+              [](const ManifestFile& a, const ManifestFile& b) { return a.name < b.name; });
+  }
+
+  // The manifest's file of the entry `name` in the directory `path`, whose record is `record`.
+  void noted_file(const std::string& path, const std::string& name, std::string_view record) {
+    std::string rel;
+    if (path.size() > top_->size()) {
+      rel.assign(path, top_->size() + 1);
+      rel += '/';
+    }
+    rel += name;
+    manifest_->add_file(std::move(rel), checksum(record));
   }
 
   bool top_record(const std::string& path, std::string& out) {
@@ -293,6 +321,7 @@ private:
     } else {
       list += 'o';
     }
+    if (manifest_ && !S_ISDIR(st.st_mode)) noted_file(path, name, std::string_view(list).substr(start));
     if (walk_) saw(place, std::string_view(list).substr(start), [&] { return joined(path, name); });
     return true;
   }
@@ -300,6 +329,8 @@ private:
   StatCache& stats_;
   const InputsRules& rules_;
   InputsWalk* walk_;                    // null: no bookkeeping asked for
+  Manifest* manifest_;                  // null: none asked for
+  const std::string* top_ = nullptr;    // with manifest_: the PATH being walked
   Excludes excludes_;                   // of the directory being walked
   std::vector<const char*> components_; // the path of the entry looked at, from that directory
   std::vector<char> buf_;
