@@ -127,8 +127,11 @@ private:
 
   // The entry at `place` whose record is `record` was seen (shown as `shown()`).
   template <class Shown> void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
+    saw(checksum(record, place), shown);
+  }
+  // The same, given that hash of its place and record.
+  template <class Shown> void saw(std::uint64_t entry, const Shown& shown) {
     if (!walk_->record && !walk_->since) return;
-    const std::uint64_t entry = checksum(record, place);
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
   }
@@ -163,20 +166,19 @@ private:
     ManifestPath& p = manifest_->paths.back();
     p.kind = record[0];
     if (record.size() == 17) p.digest = Digest128{get_le<std::uint64_t>(record, 1), get_le<std::uint64_t>(record, 9)};
-    // The walk goes directory by directory: "a/x" comes before "a.c".
-    std::sort(p.files.begin(), p.files.end(),
-              [](const ManifestFile& a, const ManifestFile& b) { return a.name < b.name; });
   }
 
-  // The manifest's file of the entry `name` in the directory `path`, whose record is `record`.
-  void noted_file(const std::string& path, const std::string& name, std::string_view record) {
+  // The manifest's file of the entry `name` in the directory `path`,
+  // `seen` the hash of its place and record (the place is the same for the
+  // same name below the same PATH: a digest of the record there).
+  void noted_file(const std::string& path, const std::string& name, std::uint64_t seen) {
     std::string rel;
     if (path.size() > top_->size()) {
       rel.assign(path, top_->size() + 1);
       rel += '/';
     }
     rel += name;
-    manifest_->add_file(std::move(rel), checksum(record));
+    manifest_->add_file(std::move(rel), seen);
   }
 
   bool top_record(const std::string& path, std::string& out) {
@@ -321,8 +323,10 @@ private:
     } else {
       list += 'o';
     }
-    if (manifest_ && !S_ISDIR(st.st_mode)) noted_file(path, name, std::string_view(list).substr(start));
-    if (walk_) saw(place, std::string_view(list).substr(start), [&] { return joined(path, name); });
+    if (!walk_) return true;
+    const std::uint64_t seen = checksum(std::string_view(list).substr(start), place);
+    if (manifest_ && manifest_->listing() && !S_ISDIR(st.st_mode)) noted_file(path, name, seen);
+    saw(seen, [&] { return joined(path, name); });
     return true;
   }
 

@@ -73,7 +73,7 @@ std::optional<ManifestPath> read_path(Reader& r) {
 }
 
 // "changed a.c, added b.c, +4 more": the files of `now` against `was`
-// (both sorted by name), at most `shown` named.
+// (both in the walk's order), at most `shown` named.
 std::string files_diff(const std::vector<ManifestFile>& was, const std::vector<ManifestFile>& now,
                        std::size_t shown) {
   std::vector<std::string> items;
@@ -86,9 +86,9 @@ std::string files_diff(const std::vector<ManifestFile>& was, const std::vector<M
   };
   std::size_t i = 0, j = 0;
   while (i < was.size() || j < now.size()) {
-    if (j == now.size() || (i < was.size() && was[i].name < now[j].name)) {
+    if (j == now.size() || (i < was.size() && manifest_before(was[i].name, now[j].name))) {
       note("removed", was[i++].name);
-    } else if (i == was.size() || now[j].name < was[i].name) {
+    } else if (i == was.size() || manifest_before(now[j].name, was[i].name)) {
       note("added", now[j++].name);
     } else {
       if (was[i].digest != now[j].digest) note("changed", now[j].name);
@@ -121,6 +121,12 @@ const ManifestPath* find_path(const Manifest& m, const std::string& path) {
 }
 
 } // namespace
+
+bool manifest_before(std::string_view a, std::string_view b) {
+  const auto rank = [](char c) { return c == '/' ? 0 : static_cast<unsigned char>(c) + 1; };
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                      [&](char x, char y) { return rank(x) < rank(y); });
+}
 
 void Manifest::add_file(std::string name, std::uint64_t digest) {
   if (paths.empty()) return;

@@ -24,8 +24,9 @@ inline constexpr std::uint32_t entry_section_manifest = 5;
 inline constexpr std::size_t manifest_bound = 64 * 1024;
 
 // A file, link or other non-directory entry inside a directory PATH: its
-// name relative to PATH ("sub/a.c") and the XXH3-64 of its record as the
-// directory digest folds it in (name, kind, mode bit, content digest).
+// name relative to PATH ("sub/a.c") and an XXH3-64 of its record as the
+// directory digest folds it in (name, kind, mode bit, content digest),
+// seeded with its place below PATH.
 struct ManifestFile {
   std::string name;
   std::uint64_t digest = 0;
@@ -39,7 +40,7 @@ struct ManifestPath {
   char kind = 'M';                 // 'F' file, 'D' directory, 'M' missing, 'O' other
   Digest128 digest{};              // F and D: the content digest the inputs fold in
   bool truncated = false;          // D: its files were past the bound, not listed
-  std::vector<ManifestFile> files; // D: sorted by name
+  std::vector<ManifestFile> files; // D: in the walk's order (manifest_before)
 
   bool operator==(const ManifestPath&) const = default;
 };
@@ -51,7 +52,14 @@ struct Manifest {
 
   // While collected: the file `name` of the directory being walked.
   void add_file(std::string name, std::uint64_t digest);
+  // Whether that directory still lists its files (none past the bound).
+  bool listing() const { return !paths.empty() && !paths.back().truncated; }
 };
+
+// The walk's order of names below a PATH: each directory's entries by the
+// bytes of their names, a subdirectory's files where its name falls ("a/x"
+// before "a.c"): '/' before every other byte.
+bool manifest_before(std::string_view a, std::string_view b);
 
 // Section 5's bytes: 4 flags (0), 2 host length, the host, 4 path count,
 // then each path: 4 length and the PATH, 1 kind, 1 flags (bit 0:

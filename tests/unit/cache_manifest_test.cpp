@@ -125,7 +125,9 @@ TEST(Manifest, TheInputsWalkCollectsItWithoutChangingTheDigest) {
   std::vector<std::string> names;
   for (const auto& f : m.paths[0].files)
     names.push_back(f.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"a.c", "a/x", "l"})); // sorted, directories left out
+  EXPECT_EQ(names, (std::vector<std::string>{"a/x", "a.c", "l"})); // the walk's order, directories left out
+  EXPECT_TRUE(manifest_before("a/x", "a.c"));
+  EXPECT_FALSE(manifest_before("a.c", "a/x"));
   EXPECT_EQ(m.paths[1].kind, 'F');
   EXPECT_NE(m.paths[1].digest, Digest128{});
   EXPECT_EQ(m.paths[2].kind, 'M');
