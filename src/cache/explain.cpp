@@ -45,7 +45,9 @@ std::string other_inputs(const EntryHeader& newest, const Manifest& now) {
   std::string why = "other inputs than its newest entry (age " + age_of(newest) + "s)";
   const auto was = manifest_of(newest);
   if (!was) return why + ", which records no manifest of its inputs";
-  const std::string diff = manifest_diff(*was, now);
+  Manifest settled = now; // only here: a hit never names files
+  settled.settle();
+  const std::string diff = manifest_diff(*was, settled);
   if (diff.empty()) return why + ": no --depends PATH differs (other --exclude patterns)";
   return why + ": " + diff;
 }

@@ -151,10 +151,7 @@ private:
   // One --depends PATH, appended to `out`.
   bool top(const std::string& path, std::string& out) {
     const std::size_t start = out.size();
-    if (manifest_) {
-      manifest_->paths.push_back({path, 'M', {}, false, {}});
-      top_ = &path;
-    }
+    if (manifest_) manifest_->paths.push_back({path, 'M', {}, false, {}, {}});
     if (!top_record(path, out)) return false;
     if (manifest_) noted_top(std::string_view(out).substr(start));
     if (walk_) saw(checksum(path), std::string_view(out).substr(start), [&] { return path; });
@@ -166,19 +163,6 @@ private:
     ManifestPath& p = manifest_->paths.back();
     p.kind = record[0];
     if (record.size() == 17) p.digest = Digest128{get_le<std::uint64_t>(record, 1), get_le<std::uint64_t>(record, 9)};
-  }
-
-  // The manifest's file of the entry `name` in the directory `path`,
-  // `seen` the hash of its place and record (the place is the same for the
-  // same name below the same PATH: a digest of the record there).
-  void noted_file(const std::string& path, const std::string& name, std::uint64_t seen) {
-    std::string rel;
-    if (path.size() > top_->size()) {
-      rel.assign(path, top_->size() + 1);
-      rel += '/';
-    }
-    rel += name;
-    manifest_->add_file(std::move(rel), seen);
   }
 
   bool top_record(const std::string& path, std::string& out) {
@@ -272,9 +256,11 @@ private:
     ::closedir(d);
     if (read_err != 0) return fail(path, read_err);
     std::sort(names.begin(), names.end());
+    const std::size_t walked = manifest_ ? manifest_->begin_dir(names) : Manifest::npos;
 
     std::string list;
-    for (const auto& name : names) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string& name = names[i];
       struct stat st {};
       if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue; // removed while we looked: not there
@@ -283,17 +269,25 @@ private:
       // The entry's place among the components while it is looked at.
       components_.push_back(name.c_str());
       const bool left_out = !excludes_.empty() && excludes_.excludes(components_, S_ISDIR(st.st_mode));
-      const bool ok = left_out || entry(fd, path, place, name, st, list);
+      const bool ok = left_out || entry(fd, path, place, name, st, list, {walked, i});
       components_.pop_back();
       if (!ok) return false;
     }
     out = checksum128(list);
+    if (manifest_) manifest_->end_dir(walked, names);
     return true;
   }
 
-  // The record of the entry `name` of the directory `path` (open as `fd`), appended to `list`.
+  // Where an entry is in the manifest's walked directories.
+  struct Slot {
+    std::size_t dir;
+    std::size_t index;
+  };
+
+  // The record of the entry `name` of the directory `path` (open as `fd`),
+  // appended to `list`; `slot`: its place in the manifest.
   bool entry(const UniqueFd& fd, const std::string& path, std::uint64_t place, const std::string& name,
-             const struct stat& st, std::string& list) {
+             const struct stat& st, std::string& list, Slot slot) {
     const std::size_t start = list.size();
     put_le<std::uint32_t>(list, static_cast<std::uint32_t>(name.size()));
     list += name;
@@ -317,6 +311,7 @@ private:
       UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!subfd) return fail(sub, errno);
       Digest128 dd;
+      if (manifest_) manifest_->subdir(slot.dir, slot.index);
       if (!directory(subfd, sub, walk_ ? checksum(name, place) : 0, dd)) return false;
       list += 'd';
       put_digest(list, dd);
@@ -325,7 +320,9 @@ private:
     }
     if (!walk_) return true;
     const std::uint64_t seen = checksum(std::string_view(list).substr(start), place);
-    if (manifest_ && manifest_->listing() && !S_ISDIR(st.st_mode)) noted_file(path, name, seen);
+    // (A file's place is the same for the same name below the same PATH:
+    // this is a digest of its record there.)
+    if (manifest_ && !S_ISDIR(st.st_mode)) manifest_->file(slot.dir, slot.index, seen);
     saw(seen, [&] { return joined(path, name); });
     return true;
   }
@@ -334,7 +331,6 @@ private:
   const InputsRules& rules_;
   InputsWalk* walk_;                    // null: no bookkeeping asked for
   Manifest* manifest_;                  // null: none asked for
-  const std::string* top_ = nullptr;    // with manifest_: the PATH being walked
   Excludes excludes_;                   // of the directory being walked
   std::vector<const char*> components_; // the path of the entry looked at, from that directory
   std::vector<char> buf_;

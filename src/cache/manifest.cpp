@@ -24,6 +24,7 @@ std::size_t list_bytes(const ManifestPath& p) {
 void truncate(ManifestPath& p) {
   p.truncated = true;
   p.files = {};
+  p.walked = {};
 }
 
 // A reader of the section's bytes that fails once past their end.
@@ -128,21 +129,76 @@ bool manifest_before(std::string_view a, std::string_view b) {
                                       [&](char x, char y) { return rank(x) < rank(y); });
 }
 
-void Manifest::add_file(std::string name, std::uint64_t digest) {
-  if (paths.empty()) return;
+std::size_t Manifest::begin_dir(const std::vector<std::string>& names) {
+  if (paths.empty() || paths.back().truncated) return npos;
   ManifestPath& p = paths.back();
-  if (p.truncated) return;
-  const std::size_t bytes = file_fixed + name.size();
-  if (name.size() > max_name || listed + bytes > manifest_bound) {
-    listed -= list_bytes(p);
+  if (p.walked.empty()) walked_bytes_ = 0;
+  // A lower bound of what the list will take (names without their
+  // directories): past the bound already, nothing more is kept.
+  for (const auto& n : names)
+    walked_bytes_ += file_fixed + n.size();
+  if (walked_bytes_ > manifest_bound) {
     truncate(p);
-    return;
+    return npos;
   }
-  listed += bytes;
-  p.files.push_back({std::move(name), digest});
+  WalkedDir& d = p.walked.emplace_back();
+  d.kinds.assign(names.size(), WalkedDir::unlisted);
+  d.digests.assign(names.size(), 0);
+  return p.walked.size() - 1;
+}
+
+void Manifest::file(std::size_t dir, std::size_t slot, std::uint64_t digest) {
+  if (dir == npos || paths.back().truncated) return;
+  WalkedDir& d = paths.back().walked[dir];
+  d.kinds[slot] = WalkedDir::file;
+  d.digests[slot] = digest;
+}
+
+void Manifest::subdir(std::size_t dir, std::size_t slot) {
+  if (dir == npos || paths.back().truncated) return;
+  paths.back().walked[dir].kinds[slot] = static_cast<std::int32_t>(paths.back().walked.size());
+}
+
+void Manifest::end_dir(std::size_t dir, std::vector<std::string>& names) {
+  if (dir == npos || paths.back().truncated) return;
+  paths.back().walked[dir].names = std::move(names);
+}
+
+namespace {
+
+// The files of walked directory `at` of `p`, named below `prefix`; false
+// once past the bound (`listed`: the bytes so far).
+bool flatten(ManifestPath& p, std::size_t at, const std::string& prefix, std::size_t& listed) {
+  const WalkedDir& d = p.walked[at];
+  for (std::size_t i = 0; i < d.names.size() && i < d.kinds.size(); ++i) {
+    const std::int32_t kind = d.kinds[i];
+    if (kind == WalkedDir::unlisted) continue;
+    std::string name = prefix + d.names[i];
+    if (kind >= 0) {
+      if (static_cast<std::size_t>(kind) >= p.walked.size() || !flatten(p, kind, name + '/', listed)) return false;
+      continue;
+    }
+    listed += file_fixed + name.size();
+    if (name.size() > max_name || listed > manifest_bound) return false;
+    p.files.push_back({std::move(name), d.digests[i]});
+  }
+  return true;
+}
+
+} // namespace
+
+void Manifest::settle() {
+  for (auto& p : paths) {
+    if (p.walked.empty()) continue;
+    std::size_t listed = 0;
+    p.files.clear();
+    if (!flatten(p, 0, "", listed)) truncate(p);
+    p.walked = {};
+  }
 }
 
 std::string encode_manifest(Manifest m) {
+  m.settle();
   std::size_t listed = 0;
   for (auto& p : m.paths) {
     const std::size_t bytes = list_bytes(p);

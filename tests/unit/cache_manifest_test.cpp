@@ -13,17 +13,34 @@ using namespace bufferlock;
 namespace {
 
 ManifestPath dir(std::string path, std::vector<ManifestFile> files, std::uint64_t d = 1) {
-  return {std::move(path), 'D', Digest128{d, d}, false, std::move(files)};
+  return {std::move(path), 'D', Digest128{d, d}, false, std::move(files), {}};
 }
 
-ManifestPath file(std::string path, std::uint64_t d) { return {std::move(path), 'F', Digest128{d, 0}, false, {}}; }
+ManifestPath file(std::string path, std::uint64_t d) { return {std::move(path), 'F', Digest128{d, 0}, false, {}, {}}; }
+
+Manifest with(std::vector<ManifestPath> paths) {
+  Manifest m;
+  m.paths = std::move(paths);
+  return m;
+}
+
+// A directory of `count` files named as the walk reads them, in `m`'s last PATH.
+void walk_files(Manifest& m, int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i)
+    names.push_back("name-" + std::to_string(i));
+  const std::size_t d = m.begin_dir(names);
+  for (int i = 0; i < count; ++i)
+    m.file(d, static_cast<std::size_t>(i), static_cast<std::uint64_t>(i));
+  m.end_dir(d, names);
+}
 
 } // namespace
 
 TEST(Manifest, EncodesAndDecodesWhole) {
   Manifest m;
   m.host = "builder-1";
-  m.paths = {dir("src", {{"a.c", 1}, {"sub/b.c", 2}}), file("config.h", 7), {"gone", 'M', {}, false, {}}};
+  m.paths = {dir("src", {{"a.c", 1}, {"sub/b.c", 2}}), file("config.h", 7), {"gone", 'M', {}, false, {}, {}}};
   const auto back = decode_manifest(encode_manifest(m));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->host, "builder-1");
@@ -54,21 +71,20 @@ TEST(Manifest, IsReadFromItsSectionAndAbsentFromOlderEntries) {
 
 TEST(Manifest, FileListsAreBounded) {
   Manifest m;
-  m.paths.push_back({"big", 'D', Digest128{1, 2}, false, {}});
-  for (int i = 0; i < 10000; ++i)
-    m.add_file("name-" + std::to_string(i), static_cast<std::uint64_t>(i));
+  m.paths.push_back({"big", 'D', Digest128{1, 2}, false, {}, {}});
+  walk_files(m, 10000);
   EXPECT_TRUE(m.paths.back().truncated);
-  EXPECT_TRUE(m.paths.back().files.empty());
-  // A later directory still fits: the truncated one gave its bytes back.
-  m.paths.push_back({"small", 'D', Digest128{3, 4}, false, {}});
-  m.add_file("a", 1);
+  EXPECT_TRUE(m.paths.back().walked.empty()); // nothing kept past the bound
+  // A later directory still fits: the truncated one takes no room.
+  m.paths.push_back({"small", 'D', Digest128{3, 4}, false, {}, {}});
+  walk_files(m, 2);
   const std::string bytes = encode_manifest(m);
   EXPECT_LE(bytes.size(), manifest_bound);
   const auto back = decode_manifest(bytes);
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->paths[0].truncated);
   EXPECT_EQ(back->paths[0].digest, (Digest128{1, 2}));
-  EXPECT_EQ(back->paths[1].files.size(), 1u);
+  EXPECT_EQ(back->paths[1].files, (std::vector<ManifestFile>{{"name-0", 0}, {"name-1", 1}}));
   // The encoder keeps the bound too, whatever it is given.
   Manifest wide;
   std::vector<ManifestFile> many;
@@ -93,11 +109,11 @@ TEST(Manifest, DiffNamesPathsAndFiles) {
                                           "dependency then; old: no longer a dependency");
   EXPECT_EQ(manifest_diff(was, was), "");
   Manifest missing;
-  missing.paths = {{"src", 'M', {}, false, {}}};
-  EXPECT_EQ(manifest_diff(missing, Manifest{{}, {dir("src", {})}}), "src: was missing");
-  EXPECT_EQ(manifest_diff(Manifest{{}, {dir("src", {})}}, missing), "src: missing now");
+  missing.paths = {{"src", 'M', {}, false, {}, {}}};
+  EXPECT_EQ(manifest_diff(missing, with({dir("src", {})})), "src: was missing");
+  EXPECT_EQ(manifest_diff(with({dir("src", {})}), missing), "src: missing now");
   // Same files, another digest (an empty directory added): changed.
-  EXPECT_EQ(manifest_diff(Manifest{{}, {dir("src", {}, 1)}}, Manifest{{}, {dir("src", {}, 2)}}), "src: changed");
+  EXPECT_EQ(manifest_diff(with({dir("src", {}, 1)}), with({dir("src", {}, 2)})), "src: changed");
   Manifest cut = now;
   cut.paths[0].truncated = true;
   cut.paths[0].files = {};
@@ -122,6 +138,8 @@ TEST(Manifest, TheInputsWalkCollectsItWithoutChangingTheDigest) {
   EXPECT_EQ(std::get<Digest128>(with), std::get<Digest128>(plain));
   ASSERT_EQ(m.paths.size(), 3u);
   EXPECT_EQ(m.paths[0].kind, 'D');
+  EXPECT_TRUE(m.paths[0].files.empty()); // named only when needed
+  m.settle();
   std::vector<std::string> names;
   for (const auto& f : m.paths[0].files)
     names.push_back(f.name);
@@ -136,6 +154,7 @@ TEST(Manifest, TheInputsWalkCollectsItWithoutChangingTheDigest) {
   Manifest again;
   walk.manifest = &again;
   inputs_digest(paths, stats, {}, &walk);
+  again.settle();
   EXPECT_EQ(manifest_diff(m, again), d + "/t: changed a/x");
   std::system(("rm -rf " + d).c_str());
 }
