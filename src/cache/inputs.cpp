@@ -131,7 +131,6 @@ private:
   }
   // The same, given that hash of its place and record.
   template <class Shown> void saw(std::uint64_t entry, const Shown& shown) {
-    if (!walk_->record && !walk_->since) return;
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
   }
