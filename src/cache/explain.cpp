@@ -61,13 +61,13 @@ std::string missing_reason(const CacheRequest& o, const EntryStore& store, const
   auto& all = std::get<std::vector<StaleCandidate>>(listed);
   std::erase_if(all, [&](const StaleCandidate& c) { return c.header.key != o.key; });
   if (all.empty()) return "no entry of this KEY";
-  std::sort(all.begin(), all.end(), [](const StaleCandidate& a, const StaleCandidate& b) {
-    return a.header.created_ns > b.header.created_ns;
-  });
   for (const auto& c : all)
     if (c.header.has_inputs(inputs) && c.header.outputs != o.cache.outputs)
       return "other --output list (its entry of these inputs holds " + joined_paths(c.header.outputs) + ")";
-  const EntryHeader& newest = all.front().header;
+  const EntryHeader& newest =
+      std::max_element(all.begin(), all.end(), [](const StaleCandidate& a, const StaleCandidate& b) {
+        return a.header.created_ns < b.header.created_ns;
+      })->header;
   if (newest.has_inputs(inputs)) return "its entry of these inputs could not be served";
   return other_inputs(newest, now);
 }
@@ -82,7 +82,6 @@ EntrySection manifest_section(Manifest seen) {
 }
 
 void explain_hit(const CacheRequest& o, const EntryHeader& h) {
-  if (!o.cache.explain) return;
   const auto m = manifest_of(h);
   const std::string host = m && !m->host.empty() ? m->host : "a host it does not record";
   say(message(Msg::cache_explain_hit, {{"key", display_key(o.key)}, {"age", age_of(h)}, {"host", host}}));

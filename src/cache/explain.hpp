@@ -16,7 +16,7 @@ bool explaining(const CacheRequest& o);
 // builder's hostname.
 EntrySection manifest_section(Manifest seen);
 
-// --explain: the hit line of the entry with header `h`.
+// With --explain (the caller checks): the hit line of the entry with header `h`.
 void explain_hit(const CacheRequest& o, const EntryHeader& h);
 
 // The miss line: `found` is the first lookup at the caller's address

@@ -817,7 +817,7 @@ int serve_or_build(const CacheRequest& o, EntryStore& store, const std::string& 
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
   if (have && current(o, c.found.entry.header, o.cache.stale, &age) && !o.cache.force) {
-    explain_hit(o, c.found.entry.header);
+    if (o.cache.explain) explain_hit(o, c.found.entry.header); // a hit without it calls nothing more
     if (const auto status = restore_and_serve(o, store, c.found.entry, nullptr, Msg::cache_hit))
       return *status;
     c.refused = c.found.entry.header.created_ns;
