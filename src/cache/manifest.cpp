@@ -147,13 +147,6 @@ std::size_t Manifest::begin_dir(const std::vector<std::string>& names) {
   return p.walked.size() - 1;
 }
 
-void Manifest::file(std::size_t dir, std::size_t slot, std::uint64_t digest) {
-  if (dir == npos || paths.back().truncated) return;
-  WalkedDir& d = paths.back().walked[dir];
-  d.kinds[slot] = WalkedDir::file;
-  d.digests[slot] = digest;
-}
-
 void Manifest::subdir(std::size_t dir, std::size_t slot) {
   if (dir == npos || paths.back().truncated) return;
   paths.back().walked[dir].kinds[slot] = static_cast<std::int32_t>(paths.back().walked.size());

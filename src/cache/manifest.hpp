@@ -68,8 +68,14 @@ struct Manifest {
   // files (past the bound).
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
   std::size_t begin_dir(const std::vector<std::string>& names);
-  // Its entry `slot` is a file with `digest`, or a directory: the next to begin.
-  void file(std::size_t dir, std::size_t slot, std::uint64_t digest);
+  // Its entry `slot` is a file with `digest`, or a directory: the next to
+  // begin. (Inline: called for every file of every walk.)
+  void file(std::size_t dir, std::size_t slot, std::uint64_t digest) {
+    if (dir == npos || paths.back().truncated) return;
+    WalkedDir& d = paths.back().walked[dir];
+    d.kinds[slot] = WalkedDir::file;
+    d.digests[slot] = digest;
+  }
   void subdir(std::size_t dir, std::size_t slot);
   // It ends: its names are kept (moved from `names`).
   void end_dir(std::size_t dir, std::vector<std::string>& names);
