@@ -50,7 +50,7 @@ _bufferlock_options()
             ;;
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
-                --depends --exclude --output --warm --warm-from --keep-stderr --sign-key --compress --force --read-only --store --store-token-file --store-timeout --max-entry --list
+                --depends --exclude --output --warm --warm-from --keep-stderr --explain --sign-key --compress --force --read-only --store --store-token-file --store-timeout --max-entry --list
                 --drop --gc --max-size --max-unused -J --json $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;

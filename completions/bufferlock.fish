@@ -204,6 +204,7 @@ complete -c bufferlock -n $cache -l output -rF -d 'store the file or directory P
 complete -c bufferlock -n $cache -l warm -d 'on a miss, build over the --output of the newest entry of KEY'
 complete -c bufferlock -n $cache -l warm-from -x -d '--warm, else from the newest entry of this KEY'
 complete -c bufferlock -n $cache -l keep-stderr -d 'store stderr too; hits replay it'
+complete -c bufferlock -n $cache -l explain -d 'say why a miss missed, and which entry a hit served'
 complete -c bufferlock -n $cache -l compress -d 'file store: store stdout and stderr compressed with zstd'
 complete -c bufferlock -n $cache -l sign-key -rF -d 'sign entries with HMAC-SHA256 keyed by FILE; serve only entries that check'
 complete -c bufferlock -n $cache -l force -d 'rebuild now even when the entry is fresh'

@@ -91,6 +91,7 @@ enum class Opt {
   warm,
   warm_from,
   keep_stderr,
+  explain,
   sign_key,
   compress,
   force,
@@ -149,7 +150,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 58> option_table = {{
+constexpr std::array<OptionDecl, 59> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -250,6 +251,10 @@ constexpr std::array<OptionDecl, 58> option_table = {{
      "", "", Scope::cache},
     {Opt::keep_stderr, "--keep-stderr", "", g_cache, "store the build's stderr too; hits replay it on stderr",
      "", "", Scope::cache},
+    {Opt::explain, "--explain", "", g_cache,
+     "say on stderr why a miss missed (no entry, expired, which --depends files differ, other --output "
+     "list), and the age and host of a hit's entry (-v says it of misses too)",
+     "", "BUFFERLOCK_CACHE_EXPLAIN", Scope::cache},
     {Opt::sign_key, "--sign-key", "FILE", g_cache,
      "sign every entry written with an HMAC-SHA256 keyed by FILE's bytes, and serve only entries whose "
      "signature checks (FILE: its owner's alone)",
@@ -574,6 +579,7 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::force: o.cache.force = true; break;
   case Opt::read_only: o.cache.read_only = true; break;
   case Opt::keep_stderr: o.cache.keep_stderr = true; break;
+  case Opt::explain: o.cache.explain = true; break;
   case Opt::compress: o.cache.compress = true; break;
   case Opt::sign_key:
     if (value.empty()) usage(Msg::usage_missing_value, {{"option", typed}});

@@ -74,6 +74,14 @@
 //                 Written by every compressing build; required (bit 31) only
 //                 when a flag is set, so an entry whose data stayed raw is
 //                 read by versions that know no compression.
+//   5             manifest (cache/manifest.hpp): the builder's hostname and,
+//                 for each --depends PATH as given, its kind and content
+//                 digest, and for a directory the relative names and
+//                 XXH3-64s of its files, so that --explain can name what
+//                 differs. Bounded: the file lists take at most 64 KiB
+//                 together; a directory past that keeps only its digest
+//                 (flagged truncated). Written on every version 3 entry
+//                 (with no PATHs without --depends); not required.
 //
 // An entry is addressed by KEY and its inputs, with its --output list folded
 // in (entry_address; the stores name entries by that address): a version 1

@@ -187,13 +187,18 @@ std::vector<std::string> CacheStore::names_of(std::string_view key) const {
   return names_in(dir_, is_entry_file_name, md5_hex(key));
 }
 
-Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  // Headers first (cheap), then the full verification of the newest sound one.
+EntryStore::Headers CacheStore::headers_of(std::string_view key) const {
   std::vector<StaleCandidate> found;
   for (auto& name : names_of(key)) {
     auto h = read_header_of(dir_ + "/" + name);
     if (h && h->header) found.push_back({std::move(*h->header), std::move(name)});
   }
+  return found;
+}
+
+Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  // Headers first (cheap), then the full verification of the newest sound one.
+  auto found = std::get<std::vector<StaleCandidate>>(headers_of(key));
   const std::string wanted(key);
   return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) -> Lookup {
     UniqueFd fd = open_unused(dir_ + "/" + c.name);

@@ -267,13 +267,19 @@ std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view 
                  {{"request", std::string(request)}, {"error", r.text()}});
 }
 
-Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+EntryStore::Headers HttpStore::headers_of(std::string_view key) const {
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
   std::vector<StaleCandidate> candidates;
   for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
     if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
-  return newest_readable(key, outputs, std::move(candidates),
+  return candidates;
+}
+
+Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  auto candidates = headers_of(key);
+  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
+  return newest_readable(key, outputs, std::move(std::get<std::vector<StaleCandidate>>(candidates)),
                          [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
 }
 

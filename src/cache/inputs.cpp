@@ -91,7 +91,8 @@ std::string joined(std::string_view parent, std::string_view name) {
 class Hasher {
 public:
   Hasher(StatCache& stats, const InputsRules& rules, InputsWalk* walk)
-      : stats_(stats), rules_(rules), walk_(walk && (walk->record || walk->since) ? walk : nullptr) {}
+      : stats_(stats), rules_(rules), walk_(walk && (walk->record || walk->since || walk->manifest) ? walk : nullptr),
+        manifest_(walk ? walk->manifest : nullptr) {}
 
   std::variant<Digest128, SysError> run(const std::vector<std::string>& paths) {
     std::string all = "bufferlock inputs 1\n";
@@ -126,7 +127,10 @@ private:
 
   // The entry at `place` whose record is `record` was seen (shown as `shown()`).
   template <class Shown> void saw(std::uint64_t place, std::string_view record, const Shown& shown) {
-    const std::uint64_t entry = checksum(record, place);
+    saw(checksum(record, place), shown);
+  }
+  // The same, given that hash of its place and record.
+  template <class Shown> void saw(std::uint64_t entry, const Shown& shown) {
     if (walk_->record) walk_->record->add(entry);
     if (walk_->since && walk_->first_new.empty() && !walk_->since->has(entry)) walk_->first_new = shown();
   }
@@ -146,9 +150,18 @@ private:
   // One --depends PATH, appended to `out`.
   bool top(const std::string& path, std::string& out) {
     const std::size_t start = out.size();
+    if (manifest_) manifest_->paths.push_back({path, 'M', {}, false, {}, {}});
     if (!top_record(path, out)) return false;
+    if (manifest_) noted_top(std::string_view(out).substr(start));
     if (walk_) saw(checksum(path), std::string_view(out).substr(start), [&] { return path; });
     return true;
+  }
+
+  // The manifest's record of the PATH just walked, whose record is `record`.
+  void noted_top(std::string_view record) {
+    ManifestPath& p = manifest_->paths.back();
+    p.kind = record[0];
+    if (record.size() == 17) p.digest = Digest128{get_le<std::uint64_t>(record, 1), get_le<std::uint64_t>(record, 9)};
   }
 
   bool top_record(const std::string& path, std::string& out) {
@@ -242,9 +255,11 @@ private:
     ::closedir(d);
     if (read_err != 0) return fail(path, read_err);
     std::sort(names.begin(), names.end());
+    const std::size_t walked = manifest_ ? manifest_->begin_dir(names) : Manifest::npos;
 
     std::string list;
-    for (const auto& name : names) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string& name = names[i];
       struct stat st {};
       if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue; // removed while we looked: not there
@@ -253,17 +268,25 @@ private:
       // The entry's place among the components while it is looked at.
       components_.push_back(name.c_str());
       const bool left_out = !excludes_.empty() && excludes_.excludes(components_, S_ISDIR(st.st_mode));
-      const bool ok = left_out || entry(fd, path, place, name, st, list);
+      const bool ok = left_out || entry(fd, path, place, name, st, list, {walked, i});
       components_.pop_back();
       if (!ok) return false;
     }
     out = checksum128(list);
+    if (manifest_) manifest_->end_dir(walked, names);
     return true;
   }
 
-  // The record of the entry `name` of the directory `path` (open as `fd`), appended to `list`.
+  // Where an entry is in the manifest's walked directories.
+  struct Slot {
+    std::size_t dir;
+    std::size_t index;
+  };
+
+  // The record of the entry `name` of the directory `path` (open as `fd`),
+  // appended to `list`; `slot`: its place in the manifest.
   bool entry(const UniqueFd& fd, const std::string& path, std::uint64_t place, const std::string& name,
-             const struct stat& st, std::string& list) {
+             const struct stat& st, std::string& list, Slot slot) {
     const std::size_t start = list.size();
     put_le<std::uint32_t>(list, static_cast<std::uint32_t>(name.size()));
     list += name;
@@ -287,19 +310,26 @@ private:
       UniqueFd subfd(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!subfd) return fail(sub, errno);
       Digest128 dd;
+      if (manifest_) manifest_->subdir(slot.dir, slot.index);
       if (!directory(subfd, sub, walk_ ? checksum(name, place) : 0, dd)) return false;
       list += 'd';
       put_digest(list, dd);
     } else {
       list += 'o';
     }
-    if (walk_) saw(place, std::string_view(list).substr(start), [&] { return joined(path, name); });
+    if (!walk_) return true;
+    const std::uint64_t seen = checksum(std::string_view(list).substr(start), place);
+    // (A file's place is the same for the same name below the same PATH:
+    // this is a digest of its record there.)
+    if (manifest_ && !S_ISDIR(st.st_mode)) manifest_->file(slot.dir, slot.index, seen);
+    saw(seen, [&] { return joined(path, name); });
     return true;
   }
 
   StatCache& stats_;
   const InputsRules& rules_;
   InputsWalk* walk_;                    // null: no bookkeeping asked for
+  Manifest* manifest_;                  // null: none asked for
   Excludes excludes_;                   // of the directory being walked
   std::vector<const char*> components_; // the path of the entry looked at, from that directory
   std::vector<char> buf_;

@@ -15,6 +15,7 @@
 // whose stat fields are the ones recorded with its digest.
 #pragma once
 
+#include "cache/manifest.hpp"
 #include "cache/stat_cache.hpp"
 #include "util/checksum.hpp"
 #include "util/files.hpp"
@@ -61,6 +62,9 @@ struct InputsWalk {
   // entry before the directory holding it: a changed or added entry, or the
   // directory an entry was removed from); empty when there is none.
   std::string first_new;
+  // Filled: each PATH's digest, and a directory's files (bounded), for
+  // --explain (cache/manifest.hpp); from the records hashed anyway.
+  Manifest* manifest = nullptr;
 };
 
 // The digest of `paths`; a SysError naming the path that could not be read

@@ -181,6 +181,10 @@ public:
     if (down_) return down();
     return store_->newest(key, outputs);
   }
+  Headers headers_of(std::string_view key) const override {
+    if (down_) return down();
+    return store_->headers_of(key);
+  }
   std::optional<SysError> drop(std::string_view key) const override { return store_->drop(key); }
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override {
     return store_->list_entries();

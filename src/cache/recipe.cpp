@@ -1,5 +1,6 @@
 #include "cache/recipe.hpp"
 
+#include "cache/explain.hpp"
 #include "cache/inputs.hpp"
 #include "cache/open_store.hpp"
 #include "cache/outputs.hpp"
@@ -209,12 +210,13 @@ void warn_not_stored(const EntryStore& store, const std::string& key, const SysE
 // One build's run (build() below): the command's output on its way to the
 // caller and into a new entry, and why nothing was stored when it was not.
 struct BuildRun {
-  BuildRun(const CacheRequest& opts, const EntryStore& to, const Inputs& in, Lock* held)
-      : o(opts), store(to), inputs(in), lock(held) {}
+  BuildRun(const CacheRequest& opts, const EntryStore& to, const Inputs& in, const Manifest& seen, Lock* held)
+      : o(opts), store(to), inputs(in), manifest(seen), lock(held) {}
 
   const CacheRequest& o;
   const EntryStore& store;
   const Inputs& inputs;
+  const Manifest& manifest; // what the inputs were, path by path (entry section 5)
   Lock* lock;
   std::string key = display_key(o.key);
   std::unique_ptr<EntryBuild> writer;
@@ -232,7 +234,8 @@ struct BuildRun {
     if (unusable) return;
     // Compressed where bytes cost memory and network; in the file store on request.
     const BuildContents what{o.cache.keep_stderr ? KeepStderr::yes : KeepStderr::no, o.cache.outputs,
-                             store.compresses(o.cache.compress), entry_limit(o, store)};
+                             store.compresses(o.cache.compress), entry_limit(o, store),
+                             {manifest_section(manifest)}};
     // Filed under the inputs read before the build; checked again after it.
     auto created = store.begin_build(o.key, inputs, wall_clock_ns(), what);
     if (auto* e = std::get_if<SysError>(&created))
@@ -391,8 +394,8 @@ struct BuildRun {
 // and an old entry), stdout is held back: it gets the new output once the
 // build succeeded, or else the old entry — never both.
 int build(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, const InputsTrail& trail,
-          Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
-  BuildRun b{o, store, inputs, lock};
+          const Manifest& seen, Lock* lock, const std::optional<SysError>& unusable, const CachedEntry* fallback) {
+  BuildRun b{o, store, inputs, seen, lock};
   b.begin(unusable);
   int status = b.run(fallback != nullptr);
   if (const int sig = stop_signal()) return b.interrupted(sig);
@@ -429,7 +432,8 @@ int run_unlocked(const CacheRequest& o) {
 // the lock (an inherited flock descriptor, or the Redis token) and none of
 // the caller's stdout or stderr, so `$(bufferlock cache ...)` returns at once.
 void rebuild_in_background(const CacheRequest& o, const EntryStore& store, const Inputs& inputs,
-                           const InputsTrail& trail, Lock& lock, const std::optional<SysError>& unusable) {
+                           const InputsTrail& trail, const Manifest& seen, Lock& lock,
+                           const std::optional<SysError>& unusable) {
   const pid_t pid = ::fork();
   if (pid != 0) return; // the parent (or a failed fork: then nobody rebuilds now)
   store.after_fork();
@@ -440,7 +444,7 @@ void rebuild_in_background(const CacheRequest& o, const EntryStore& store, const
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, inputs, trail, &lock, unusable, nullptr));
+  ::_exit(build(o, store, inputs, trail, seen, &lock, unusable, nullptr));
 }
 
 // A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
@@ -671,6 +675,7 @@ struct Call {
   const std::string& cache_dir;
   Inputs inputs;
   InputsTrail trail; // what the build's inputs were, to name one that changes during it
+  Manifest seen;     // and path by path, for the entry (and --explain)
   Lookup found{LookupState::missing, {}, {}};
   bool corrupt = false; // warned once, and rebuilt under the lock without a second read
   // The creation time of an entry whose outputs were refused: met again
@@ -683,6 +688,7 @@ struct Call {
 bool read_inputs(Call& c) {
   InputsWalk walk;
   walk.record = &c.trail;
+  walk.manifest = &c.seen;
   auto computed = compute_inputs(c.o, c.cache_dir, &walk);
   if (auto* e = std::get_if<SysError>(&computed)) {
     diag::error(message(Msg::cache_inputs_unreadable,
@@ -756,7 +762,7 @@ int build_locked(Call& c, const LockRequest& locking, Lock& lock, const std::opt
     c.found = store.newest(o.key, o.cache.outputs);
   const bool fall_back = o.cache.stale_if_error && c.found.state == LookupState::found;
   if (const auto end = warm_start(o, store, lock)) return *end;
-  return build(o, store, c.inputs, c.trail, &lock, unusable, fall_back ? &c.found.entry : nullptr);
+  return build(o, store, c.inputs, c.trail, c.seen, &lock, unusable, fall_back ? &c.found.entry : nullptr);
 }
 
 // A miss (`stale`: an expired entry still within --stale, else null): the
@@ -779,12 +785,12 @@ int miss(Call& c, const CachedEntry* stale) {
       const Restored r = o.cache.background ? restore(o, c.store, *stale) : Restored{false, 0};
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
-        rebuild_in_background(o, c.store, c.inputs, c.trail, *lock, unusable);
+        rebuild_in_background(o, c.store, c.inputs, c.trail, c.seen, *lock, unusable);
         return serve_as(o, c.store, *stale, Msg::cache_served_stale,
                         {{"why", "rebuilding it in the background"}});
       }
       if (const auto end = warm_start(o, c.store, *lock)) return *end;
-      return build(o, c.store, c.inputs, c.trail, lock.get(), unusable,
+      return build(o, c.store, c.inputs, c.trail, c.seen, lock.get(), unusable,
                    o.cache.stale_if_error ? stale : nullptr);
     }
   }
@@ -811,12 +817,14 @@ int serve_or_build(const CacheRequest& o, EntryStore& store, const std::string& 
   Freshness age = Freshness::expired;
   // --force rebuilds whatever was found; everybody else is served meanwhile.
   if (have && current(o, c.found.entry.header, o.cache.stale, &age) && !o.cache.force) {
+    if (o.cache.explain) explain_hit(o, c.found.entry.header); // a hit without it calls nothing more
     if (const auto status = restore_and_serve(o, store, c.found.entry, nullptr, Msg::cache_hit))
       return *status;
     c.refused = c.found.entry.header.created_ns;
     have = false; // refused outputs: a miss, rebuilt
     c.found = Lookup{LookupState::missing, {}, {}};
   }
+  explain_miss(o, store, c.found, c.inputs, c.seen);
 
   // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
   // entry or lock files opened from here on.

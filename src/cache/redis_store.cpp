@@ -340,9 +340,9 @@ Lookup RedisStore::peek(std::string_view key, const Inputs& address) const {
   return {LookupState::found, CachedEntry{{}, std::move(got->first), {}}, {}};
 }
 
-Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+EntryStore::Headers RedisStore::headers_of(std::string_view key) const {
   auto keys = keys_of(key);
-  if (auto* e = std::get_if<SysError>(&keys)) return {LookupState::unreadable, {}, e->reason};
+  if (auto* e = std::get_if<SysError>(&keys)) return Lookup{LookupState::unreadable, {}, e->reason};
   std::vector<StaleCandidate> found;
   for (auto& ekey : std::get<std::vector<std::string>>(keys)) {
     auto h = read_header(ekey);
@@ -350,6 +350,13 @@ Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& 
     if (auto& got = std::get<std::optional<std::pair<EntryHeader, std::uint64_t>>>(h))
       found.push_back({std::move(got->first), std::move(ekey)});
   }
+  return found;
+}
+
+Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  auto candidates = headers_of(key);
+  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
+  auto& found = std::get<std::vector<StaleCandidate>>(candidates);
   return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) {
     // Served to whoever asks, whatever its inputs: read it as its own.
     const Inputs address = c.header.address();

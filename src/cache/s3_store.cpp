@@ -167,13 +167,19 @@ std::optional<SysError> S3Store::remove(const std::string& object, const EntryHe
   return std::nullopt;
 }
 
-Lookup S3Store::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+EntryStore::Headers S3Store::headers_of(std::string_view key) const {
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
   std::vector<StaleCandidate> candidates;
   for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
     if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
-  return newest_readable(key, outputs, std::move(candidates),
+  return candidates;
+}
+
+Lookup S3Store::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  auto candidates = headers_of(key);
+  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
+  return newest_readable(key, outputs, std::move(std::get<std::vector<StaleCandidate>>(candidates)),
                          [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
 }
 

@@ -26,6 +26,7 @@ struct CacheSettings {
   bool force = false;                          // rebuild even when fresh
   bool read_only = false;                      // --read-only: serve, never write the store
   bool keep_stderr = false;                    // store stderr too, replay it on hits
+  bool explain = false;                        // --explain: say why a miss missed, and what a hit served
   std::vector<std::string> depends;            // --depends PATH...
   std::vector<std::string> excludes;           // --exclude PATTERN...: left out of --depends directories
   std::vector<std::string> outputs;            // --output PATH...: files the build makes

@@ -79,6 +79,8 @@ struct BuildContents {
   // stderr and the outputs archive, as stored) an entry may have. Past it
   // the build stores nothing and only counts on (EntryBuild::too_large).
   std::optional<std::uint64_t> max_entry = std::nullopt;
+  // Sections the header carries as they are (a version 3 entry only).
+  std::vector<EntrySection> sections = {};
 };
 
 struct GcCounts {
@@ -217,6 +219,12 @@ public:
   // The newest sound entry of `key` for any inputs, holding these --output
   // PATHs (--stale-if-error, --warm), fully verified; newest_readable's rules.
   virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const = 0;
+  // The headers of every entry of `key` (and of entries whose names collide
+  // with it: check the key), for any inputs and outputs, in no order; only
+  // headers are read (what newest() weighs first, and what --explain
+  // compares with). The unreadable Lookup when the store failed.
+  using Headers = std::variant<std::vector<StaleCandidate>, Lookup>;
+  virtual Headers headers_of(std::string_view key) const = 0;
   // Removes every entry of `key`, whatever its inputs; absent is fine.
   virtual std::optional<SysError> drop(std::string_view key) const = 0;
   // Every entry whose header and size are sound, in no particular order

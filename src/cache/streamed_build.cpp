@@ -20,6 +20,7 @@ StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, cons
   header_.version =
       entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
   header_.compression = what.compress; // its flags and lengths are set by publish()
+  if (header_.version == entry_format_version_3) header_.sections = what.sections;
   if (const EntrySigner* signer = store.signer()) {
     header_.signature.assign(entry_tag_size, '\0'); // sealed by publish()
     mac_ = signer->begin();
