@@ -31,6 +31,35 @@ namespace bufferlock {
 
 namespace {
 
+// What this call did (SPEC §21): set as it goes, counted once at its end
+// (cache_main; a background rebuild counts its own build).
+CallCount& tally() {
+  static CallCount c;
+  return c;
+}
+
+// A call that served `e` without building: `event` (hit, stale, wait).
+void tally_served(const EntryStore& store, const CachedEntry& e, CacheEvent event) {
+  CallCount& t = tally();
+  t.event = event;
+  t.bytes_served = store.stored_size(e.header);
+  t.saved_ns = e.header.build_ns;
+}
+
+// Counts the call in its store, once; not with --read-only (SPEC §22: it
+// writes nothing).
+void count_call(const CacheRequest& o, const EntryStore& store) {
+  CallCount& t = tally();
+  if (o.cache.read_only || t.empty()) return;
+  t.key = o.key;
+  store.count(t);
+}
+
+CacheEvent served_event(Msg m) {
+  if (m == Msg::cache_waited) return CacheEvent::wait;
+  return m == Msg::cache_served_stale ? CacheEvent::stale : CacheEvent::hit;
+}
+
 // Whether a found entry (of the caller's inputs) may be served as it is: fresh.
 bool current(const CacheRequest& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
   const Freshness f = freshness(h.created_ns, wall_clock_ns(), o.cache.max_age, stale);
@@ -61,6 +90,7 @@ void say_served(const CacheRequest& o, const EntryStore& store, const CachedEntr
 // serve() of an entry, with its -v line.
 int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
   say_served(o, store, e, m, std::move(more));
+  tally_served(store, e, served_event(m));
   const int status = serve(o, e);
   // After the bytes went out: recording the use is off the hit's critical path.
   if (!o.cache.read_only) store.record_use(e);
@@ -376,6 +406,13 @@ struct BuildRun {
     return std::nullopt;
   }
 
+  // For --stats: what the build stored, or that the store failed it.
+  void tally_built() const {
+    CallCount& t = tally();
+    if (writer) t.bytes_stored = store.stored_size(writer->header());
+    if (store_error) ++t.store_errors;
+  }
+
   void say_not_stored() const {
     if (writer || why_not.empty()) return;
     diag::debug_lazy([&] {
@@ -398,9 +435,12 @@ int build(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, 
   if (const int sig = stop_signal()) return b.interrupted(sig);
   b.why_not = "the command exited with status " + std::to_string(status);
   if (status == 0) b.check_outputs(status);
+  tally().event = status == 0 ? CacheEvent::build : CacheEvent::failed_build;
+  tally().build_ns = static_cast<std::uint64_t>((monotonic_now() - b.started).count());
   if (status == 0) {
     b.keep(trail);
     if (const int sig = stop_signal()) return b.interrupted(sig);
+    b.tally_built();
     b.say_kept();
     if (fallback)
       if (const auto end = b.serve_held(*fallback)) return *end;
@@ -440,11 +480,16 @@ void rebuild_in_background(const CacheRequest& o, const EntryStore& store, const
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, inputs, trail, &lock, unusable, nullptr));
+  tally() = CallCount{}; // the parent counts its stale serve; this process its build
+  const int status = build(o, store, inputs, trail, &lock, unusable, nullptr);
+  count_call(o, store);
+  ::_exit(status);
 }
 
-// A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
+// A corrupt entry (it is rebuilt), or a store that could not be read (a miss:
+// a store error, counted once in a run).
 void warn_lookup(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
+  if (l.state == LookupState::unreadable && !store.noted_unreadable()) ++tally().store_errors;
   const std::string where = store.where(o.key, address(o, inputs));
   if (l.state == LookupState::corrupt)
     diag::warn(store_message(store.messages().corrupt, display_key(o.key), where, l.why));
@@ -497,6 +542,7 @@ std::optional<int> warm_start(const CacheRequest& o, const EntryStore& store, Lo
     const Restored r = restore(o, store, l.entry);
     if (r.stop) return stopped(&lock, r.stop);
     if (r.ok) say_warm(o, store, from, l.entry.header);
+    tally().warm_start = r.ok;
     return std::nullopt;
   }
   return std::nullopt;
@@ -843,7 +889,9 @@ int cache_main(const CacheRequest& o) {
   }
   EntryStore& store = *std::get<std::unique_ptr<EntryStore>>(opened);
   if (o.cache.list || o.cache.drop || o.cache.gc) return admin(o, store);
-  return serve_or_build(o, store, cache_dir);
+  const int status = serve_or_build(o, store, cache_dir);
+  count_call(o, store);
+  return status;
 }
 
 } // namespace bufferlock
