@@ -178,16 +178,19 @@ std::string json(const StatsReport& r) {
 
 // ---- markdown: GitHub-flavoured tables for a CI job summary
 
+enum class InTable { no, yes };
+
 // A code span that shows escape_key(s) as it is: a fence longer than any run
-// of backticks inside, and '|' escaped, which GFM tables require even there.
-std::string markdown_code(std::string_view s) {
+// of backticks inside; in a table '|' escaped, which GFM requires even there
+// (outside a table the backslash would show).
+std::string markdown_code(std::string_view s, InTable in_table) {
   const std::string text = escape_key(s);
   std::size_t run = 0, longest = 0;
   std::string body;
   for (const char c : text) {
     run = c == '`' ? run + 1 : 0;
     longest = std::max(longest, run);
-    if (c == '|') body += '\\';
+    if (c == '|' && in_table == InTable::yes) body += '\\';
     body += c;
   }
   if (body.empty()) return {};
@@ -200,14 +203,14 @@ std::string markdown_code(std::string_view s) {
 
 std::string markdown(const StatsReport& r) {
   std::string out = fmt::format("### bufferlock cache: {} store {}\n\n| counter | value |\n|---|---:|\n",
-                                r.store, markdown_code(r.location));
+                                r.store, markdown_code(r.location, InTable::no));
   for (const Figure& f : figures)
     out += fmt::format("| {} | {} |\n", f.label, shown(f, r.total));
   if (r.top.empty()) return out + "\nNo key has been served from the cache yet.\n";
   out += "\n| key | time saved | served |\n|---|---:|---:|\n";
   for (const KeyStats& k : r.top)
-    out += fmt::format("| {} | {} | {} |\n", markdown_code(k.key), seconds_tenths(k.counters.saved_ns),
-                       served(k.counters));
+    out += fmt::format("| {} | {} | {} |\n", markdown_code(k.key, InTable::yes),
+                       seconds_tenths(k.counters.saved_ns), served(k.counters));
   return out;
 }
 

@@ -201,6 +201,13 @@ TEST(StatsMarkdown, CodeSpansOfAwkwardKeys) {
   EXPECT_NE(out.find("\n| `\\|\\|` | 0.0 s | 0 |\n"), std::string::npos) << out;
 }
 
+TEST(StatsMarkdown, LocationInTheHeadingUnescapedPipe) {
+  // Outside a table a backslash before '|' would show; a newline would end the heading.
+  const StatsReport r{"http", "http://h:8080/a|b\n", {}, {}};
+  EXPECT_EQ(line_of(format_stats(r, StatsFormat::markdown), "###"),
+            "### bufferlock cache: http store `http://h:8080/a|b\\x0a`");
+}
+
 TEST(StatsMarkdown, ZeroCallsAndNoKeys) {
   const std::string out = format_stats(empty_report(), StatsFormat::markdown);
   EXPECT_EQ(line_of(out, "| Hit rate"), "| Hit rate | - |");
