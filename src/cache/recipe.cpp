@@ -13,6 +13,7 @@
 #include "util/io.hpp"
 #include "util/json.hpp"
 #include "util/sigmask.hpp"
+#include "util/text.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -584,23 +585,6 @@ int read_only_miss(const CacheRequest& o, const EntryStore& store, const Inputs&
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
 }
 
-// A KEY on one line of --list: backslash, control bytes and DEL as \xHH.
-std::string list_key(std::string_view key) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (const char ch : key) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 // cache --list --json: {"entries": [...]}, each with the fields of the text
 // and the store's name (man page, JSON OUTPUT).
 std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now, std::string_view store) {
@@ -636,7 +620,7 @@ std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now)
     out += ' ';
     out += e.inputs ? e.inputs->hex().substr(0, short_inputs_digits) : "-";
     out += ' ';
-    out += list_key(e.key);
+    out += escape_key(e.key);
     out += '\n';
   }
   return out;
