@@ -102,7 +102,7 @@ Opened open_s3(const StoreRequest& r) {
 // the cache directory, one file per store location).
 using OpenedStats = std::unique_ptr<StatsSink>;
 OpenedStats file_stats(const StoreRequest& r, const EntryStore&) {
-  return std::make_unique<StatsFile>(r.cache_dir + "/stats");
+  return std::make_unique<StatsFile>(r.cache_dir, "stats");
 }
 OpenedStats redis_stats(const StoreRequest& r, const EntryStore& store) {
   return std::make_unique<StatsRedis>(static_cast<const RedisStore&>(store), r.redis.key_prefix); // open_redis's
@@ -110,7 +110,7 @@ OpenedStats redis_stats(const StoreRequest& r, const EntryStore& store) {
 OpenedStats remote_stats(const StoreRequest& r, const EntryStore& store) {
   const RedisUrl& url = r.redis.url;
   if (url.transport == RedisUrl::Transport::tcp && url.host.empty())
-    return std::make_unique<StatsFile>(r.cache_dir + "/stats." + md5_hex(store.location()));
+    return std::make_unique<StatsFile>(r.cache_dir, "stats." + md5_hex(store.location()));
   return std::make_unique<StatsRedis>(r.redis, store.location());
 }
 

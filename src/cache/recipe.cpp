@@ -677,6 +677,23 @@ int admin(const CacheRequest& o, const EntryStore& store) {
   return exit_code::ok;
 }
 
+// --stats: the counters in the format asked; --stats --zero resets them and
+// prints nothing (SPEC §21).
+int stats(const CacheRequest& o, const EntryStore& store) {
+  const auto failed = [&](const SysError& e) {
+    diag::error(message(Msg::cache_stats_failed, {{"server", e.path}, {"error", e.reason}}));
+    return o.error_exit;
+  };
+  if (o.cache.stats_zero) {
+    if (auto e = store.zero_stats()) return failed(*e);
+    return exit_code::ok;
+  }
+  auto report = store.stats();
+  if (auto* e = std::get_if<SysError>(&report)) return failed(*e);
+  write_all(STDOUT_FILENO, format_stats(std::get<StatsReport>(report), o.cache.stats_format));
+  return exit_code::ok;
+}
+
 // --sign-key: read (and libcrypto loaded) once, before anything is looked
 // up; false, with the usage error said, when it cannot be.
 bool load_signer(const CacheRequest& o, std::optional<EntrySigner>& signer) {
@@ -873,6 +890,7 @@ int cache_main(const CacheRequest& o) {
   }
   EntryStore& store = *std::get<std::unique_ptr<EntryStore>>(opened);
   if (o.cache.list || o.cache.drop || o.cache.gc) return admin(o, store);
+  if (o.cache.stats) return stats(o, store);
   const int status = serve_or_build(o, store, cache_dir);
   count_call(o, store);
   return status;

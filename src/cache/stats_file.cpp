@@ -1,5 +1,6 @@
 #include "cache/stats_file.hpp"
 
+#include "cache/open_store.hpp"
 #include "util/fd.hpp"
 #include "util/io.hpp"
 
@@ -11,9 +12,11 @@
 namespace bufferlock {
 
 void StatsFile::count(const CallCount& c) const {
-  // A directory that is not there (nothing was ever stored) gets no file:
-  // the count is dropped, as any count that cannot be written.
-  const UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  constexpr int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+  UniqueFd fd(::open(path_.c_str(), flags, 0600));
+  // A remote store's hit may come before its cache directory exists. One
+  // that cannot be made drops the count, as any count not written.
+  if (!fd && errno == ENOENT && !prepare_cache_dir(dir_)) fd.reset(::open(path_.c_str(), flags, 0600));
   if (fd) write_all(fd.get(), stats_record(c));
 }
 

@@ -13,13 +13,15 @@ namespace bufferlock {
 
 class StatsFile final : public StatsSink {
 public:
-  explicit StatsFile(std::string path) : path_(std::move(path)) {}
+  // The file `name` in the cache directory `dir`.
+  StatsFile(std::string dir, const std::string& name) : dir_(std::move(dir)), path_(dir_ + "/" + name) {}
 
   void count(const CallCount& c) const override;
   std::variant<StatsSums, SysError> read() const override;
   std::optional<SysError> zero() const override;
 
 private:
+  std::string dir_;
   std::string path_;
 };
 
