@@ -10,6 +10,7 @@ bats_require_minimum_version 1.5.0
 
 load http_helpers
 load cache_helpers
+load stats_helpers
 
 setup_file() { http_redis_setup_file; }
 teardown_file() { http_redis_teardown_file; }
@@ -218,4 +219,37 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     assert_counts --cache-dir "$T/cacheC" --store "$STORE" -- hits=1
     assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=1 misses=1 hits=1
     assert_stats_ttl '{buffer:lock:stats:*' 6
+}
+
+@test "each format read by its consumer: python3 json, markdown tables, promtool; the textfile write of the man page" {
+    run -0 blc k "$COUNTED" 0.2 x
+    run -0 blc k "$COUNTED"
+    run -1 blc 'a|b`c' false
+    local f
+    for f in json markdown prometheus text; do
+        blc --stats --format "$f" >"$T/stats.$f" || fail "--format $f failed"
+    done
+    check_stats_json "$T/stats.json"
+    check_stats_markdown "$T/stats.markdown"
+    check_stats_prometheus "$T/stats.prometheus"
+    grep -qx 'bufferlock_cache_hits_total{store="file",location="[^"]*"} 1' "$T/stats.prometheus" ||
+        fail "$(cat "$T/stats.prometheus")"
+    [[ $(grep -c '^| ' "$T/stats.markdown") -ge 14 ]] || fail "$(cat "$T/stats.markdown")"
+    # --json is --format json.
+    blc --stats --json >"$T/stats.j"
+    cmp "$T/stats.json" "$T/stats.j"
+    # The man page's node_exporter textfile write: to a temporary name, then mv.
+    mkdir "$T/textfile"
+    blc --stats --format prometheus >"$T/textfile/bufferlock.prom.$$" &&
+        mv "$T/textfile/bufferlock.prom.$$" "$T/textfile/bufferlock.prom"
+    check_stats_prometheus "$T/textfile/bufferlock.prom"
+    # The Redis store's report too.
+    run -0 bls k "$COUNTED" 0 y
+    run -0 bls k "$COUNTED" 0 y
+    bls --stats --format prometheus >"$T/redis.prom"
+    check_stats_prometheus "$T/redis.prom"
+    grep -qx 'bufferlock_cache_hits_total{store="redis",location="[^"]*"} 1' "$T/redis.prom" ||
+        fail "$(cat "$T/redis.prom")"
+    bls --stats --json >"$T/redis.json"
+    check_stats_json "$T/redis.json"
 }
