@@ -201,10 +201,11 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
 @test "http store: counts in the -r Redis from two runners; a refused upload is a store error; without -r in the cache directory" {
     local wr500
     wr500=$(http_url wr500)
+    crowd 3 kc --store "$STORE" -r "$REDIS_URL"
     run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 1 x
     C="$T/cacheB" run -0 "$BL" cache --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
     assert_output x
-    assert_counts --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- builds=1 misses=1 hits=1
+    assert_counts --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     ge "$(stat --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- "['totals']['saved_seconds']")" 1
     # nginx refuses every PUT there: the output is served, not stored, and counted as a store error.
     run -0 --separate-stderr "$BL" cache --cache-dir "$T/cacheA" --store "$wr500" -r "$REDIS_URL" k "$COUNTED" 0 z
@@ -212,13 +213,13 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     [[ $stderr == *"not stored"*"500"* ]] || fail "$stderr"
     assert_counts --cache-dir "$T/cacheA" --store "$wr500" -r "$REDIS_URL" -- builds=1 misses=1 store_errors=1
     # The two stores' counters are apart.
-    assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=1 misses=1 hits=1
+    assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     # Without -r: per cache directory (and not in the Redis).
     run -0 "$BL" cache --cache-dir "$T/cacheC" --store "$STORE" k "$COUNTED" 0 w
     assert_output x
     assert_counts --cache-dir "$T/cacheC" --store "$STORE" -- hits=1
-    assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=1 misses=1 hits=1
-    assert_stats_ttl '{buffer:lock:stats:*' 6
+    assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
+    assert_stats_ttl '{buffer:lock:stats:*' 7
 }
 
 @test "each format read by its consumer: python3 json, markdown tables, promtool; the textfile write of the man page" {
@@ -252,4 +253,20 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
         fail "$(cat "$T/redis.prom")"
     bls --stats --json >"$T/redis.json"
     check_stats_json "$T/redis.json"
+}
+
+@test "a count that cannot be written is dropped: the call is served as ever, silently" {
+    run -0 blc k "$COUNTED" 0 x
+    rm -f "$C/stats"
+    mkdir "$C/stats" # no file can be appended there
+    run -0 --separate-stderr blc k "$COUNTED" 0 y
+    assert_output x
+    assert_equal "$stderr" ''
+    run -0 --separate-stderr blc k2 "$COUNTED" 0 z
+    assert_output z
+    assert_equal "$stderr" ''
+    # --stats says it cannot read them, in one line.
+    run -69 --separate-stderr blc --stats
+    [[ $stderr == "bufferlock: cannot read or reset the statistics of $C/stats: "* && $stderr != *$'\n'* ]] ||
+        fail "$stderr"
 }
