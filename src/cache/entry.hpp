@@ -1,6 +1,6 @@
 // The on-disk format of a cache entry, all integers little-endian. Format
 // version 1 (an entry with neither stored stderr nor dependencies; what a
-// plain build writes, so older binaries keep reading it):
+// plain build of earlier versions wrote, still read):
 //
 //   offset  size  field
 //   0       8     magic "BLCACHE\n"
