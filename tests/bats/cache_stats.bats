@@ -270,3 +270,13 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     [[ $stderr == "bufferlock: cannot read or reset the statistics of $C/stats: "* && $stderr != *$'\n'* ]] ||
         fail "$stderr"
 }
+
+@test "an entry of an earlier version (no build time) is a hit that saved 0 seconds" {
+    mkdir -p "$C"
+    cp "$BATS_TEST_DIRNAME/../fixtures/entries/file/$(key_md5 fx-plain).entry" "$C/"
+    run -0 blc fx-plain false
+    assert_output 'hello fixture'
+    assert_counts --cache-dir "$C" -- hits=1
+    assert_equal "$(stat --cache-dir "$C" -- "['totals']['saved_seconds']")" 0.0
+    [[ $(stat --cache-dir "$C" -- "['totals']['bytes_served']") -gt 0 ]] || fail "no bytes served"
+}
