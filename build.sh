@@ -22,9 +22,11 @@ build_packages=(cmake g++ make pkg-config libcli11-dev libfmt-dev libssl-dev lib
 test_packages=(bats bats-assert bats-support bats-file libgtest-dev nlohmann-json3-dev jq util-linux tmux procps
   iproute2 python3 time redis-server redis-tools openssl strace git mandoc groff-base zsh fish bash-completion
   dpkg-dev debhelper build-essential clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 cppcheck gcovr
-  lintian rpm nginx libnginx-mod-http-dav-ext curl nodejs awscli ca-certificates)
+  lintian rpm nginx libnginx-mod-http-dav-ext curl nodejs awscli ca-certificates prometheus)
 # awscli is the `aws` command the S3 suites use as the reference client
 # (s3_helpers.bash); nodejs (Debian's 18 in a fresh root) runs their S3 server.
+# prometheus brings promtool, which checks what `cache --stats --format
+# prometheus` prints (stats_helpers.bash); policy-rc.d keeps its daemon stopped.
 # Debian's npm, unless the installed node brought its own (NodeSource's
 # nodejs does, and conflicts with Debian's npm).
 command -v npm >/dev/null 2>&1 || test_packages+=(npm)

@@ -24,7 +24,7 @@ _bufferlock_takes_value()
             --ttl | --namespace | --connect-timeout | --io-timeout | --step | \
             --ratio | --max-step | --outage-allowance | --on-lost | --kill-after | --cache-dir | \
             --max-age | --stale | --tls-ca | --tls-cert | --tls-key | --slots | --also | \
-            --depends | --exclude | --output | --warm-from | --sign-key | --store | --store-token-file | --store-timeout | --max-entry | --max-size | --max-unused)
+            --depends | --exclude | --output | --warm-from | --sign-key | --store | --store-token-file | --store-timeout | --max-entry | --max-size | --max-unused | --format)
             return 0
             ;;
     esac
@@ -51,7 +51,7 @@ _bufferlock_options()
         cache)
             echo "--cache-dir --max-age --stale --background --stale-if-error
                 --depends --exclude --output --warm --warm-from --keep-stderr --explain --sign-key --compress --force --read-only --store --store-token-file --store-timeout --max-entry --list
-                --drop --gc --max-size --max-unused -J --json $backend $wait $busy --error-exit --fail-open
+                --drop --gc --max-size --max-unused --stats --zero --format -J --json $backend $wait $busy --error-exit --fail-open
                 -c --command $keys $redis $redis_wait $redis_run $messages"
             ;;
         status)

@@ -214,6 +214,9 @@ complete -c bufferlock -n $cache -l store-token-file -rF -d 'http store: send th
 complete -c bufferlock -n $cache -l store-timeout -x -d 'http store: give up a stalled request (default 10)'
 complete -c bufferlock -n $cache -l max-entry -x -d 'every store: larger outputs are not stored (redis default 64M)'
 complete -c bufferlock -n $cache -l list -d 'print age, size, inputs and key of every entry'
+complete -c bufferlock -n $cache -l stats -d 'print the store\'s counters and the keys that saved most'
+complete -c bufferlock -n $cache -l zero -d 'with --stats: reset the counters'
+complete -c bufferlock -n $cache -l format -xa 'text json markdown prometheus' -d 'with --stats: the report\'s format'
 
 # Messages
 complete -c bufferlock -n $any -s v -l verbose -d 'say what happened on stderr'

@@ -102,6 +102,9 @@ enum class Opt {
   max_entry,
   max_size,
   max_unused,
+  stats,
+  zero,
+  format,
   list,
 };
 
@@ -150,7 +153,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 59> option_table = {{
+constexpr std::array<OptionDecl, 62> option_table = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -296,6 +299,13 @@ constexpr std::array<OptionDecl, 59> option_table = {{
      "", "", Scope::cache},
     {Opt::max_unused, "--max-unused", "SECONDS", g_cache,
      "with --gc: remove entries not used (hit or built) for SECONDS", "", "", Scope::cache},
+    {Opt::stats, "--stats", "", g_cache,
+     "print what the cache did in this store: its counters, and the keys that saved most", "", "",
+     Scope::cache},
+    {Opt::zero, "--zero", "", g_cache, "with --stats: reset the counters (prints nothing)", "", "",
+     Scope::cache},
+    {Opt::format, "--format", "text|json|markdown|prometheus", g_output,
+     "cache --stats: the report's format (--json: json)", "text", "", Scope::cache},
     {Opt::json, "-J,--json", "", g_output,
      "status, list and cache --list: print one JSON document (the man page gives its fields)", "", "",
      Scope::any, command_bit(Command::status) | command_bit(Command::list) | command_bit(Command::cache)},
@@ -420,6 +430,17 @@ Nanos positive_duration_value(std::string_view option, std::string_view text) {
   const Nanos d = duration_value(option, text);
   if (d.count() <= 0) usage(Msg::usage_bad_duration, {{"option", option}, {"value", text}});
   return d;
+}
+
+// --format's value (cache --stats).
+StatsFormat stats_format_value(std::string_view option, std::string_view text) {
+  constexpr std::pair<std::string_view, StatsFormat> formats[] = {{"text", StatsFormat::text},
+                                                                  {"json", StatsFormat::json},
+                                                                  {"markdown", StatsFormat::markdown},
+                                                                  {"prometheus", StatsFormat::prometheus}};
+  for (const auto& [name, f] : formats)
+    if (name == text) return f;
+  usage(Msg::usage_bad_format, {{"option", option}, {"value", text}});
 }
 
 // A whole number from `lo` to `hi` in plain decimal digits (no sign, no
@@ -576,6 +597,9 @@ void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::strin
   case Opt::drop: o.cache.drop = true; break;
   case Opt::gc: o.cache.gc = true; break;
   case Opt::list: o.cache.list = true; break;
+  case Opt::stats: o.cache.stats = true; break;
+  case Opt::zero: o.cache.stats_zero = true; break;
+  case Opt::format: o.cache.stats_format = stats_format_value(typed, value); break;
   case Opt::force: o.cache.force = true; break;
   case Opt::read_only: o.cache.read_only = true; break;
   case Opt::keep_stderr: o.cache.keep_stderr = true; break;
@@ -814,7 +838,7 @@ bool uses_backend(const Parsed& p) {
   const Options& o = p.opts;
   if (o.command != Command::cache) return true;
   const StoreTraits store = named_store(p);
-  if (o.cache.gc) return store.in_redis || store.objects;
+  if (o.cache.gc || o.cache.stats) return store.in_redis || store.objects;
   return !o.cache.list || store.in_redis;
 }
 
@@ -986,8 +1010,27 @@ void check_read_only(const Parsed& p) {
   if (!c.read_only) return;
   const std::string_view how =
       given(p, Opt::read_only) ? std::string_view("--read-only") : std::string_view("BUFFERLOCK_CACHE_READ_ONLY=1");
-  for (const auto& [on, id] : {std::pair{c.force, Opt::force}, {c.drop, Opt::drop}, {c.gc, Opt::gc}})
+  for (const auto& [on, id] :
+       {std::pair{c.force, Opt::force}, {c.drop, Opt::drop}, {c.gc, Opt::gc}, {c.stats_zero, Opt::zero}})
     if (on) usage(Msg::usage_read_only_with, {{"option", long_name(decl_of(id))}, {"value", how}});
+}
+
+// --stats (SPEC §21): alone of --list, --drop and --gc; --zero and --format
+// only with it; --json is --format json.
+void check_stats(Parsed& p) {
+  CacheSettings& c = p.opts.cache;
+  if (!c.stats) {
+    for (const Opt id : {Opt::zero, Opt::format})
+      if (given(p, id)) usage(Msg::usage_option_needs, {{"option", long_name(decl_of(id))}, {"value", "--stats"}});
+    return;
+  }
+  if (c.list || c.drop || c.gc)
+    usage(Msg::usage_option_needs, {{"option", "--stats"}, {"value", "no --list, --drop or --gc"}});
+  if (p.opts.json) {
+    if (given(p, Opt::format) && c.stats_format != StatsFormat::json)
+      usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "no --format other than json"}});
+    c.stats_format = StatsFormat::json;
+  }
 }
 
 // --store redis: entries and locks on one Redis server (SPEC §15).
@@ -1313,7 +1356,9 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     check_read_only(p);
     if (c.list && (c.drop || c.gc))
       usage(Msg::usage_option_needs, {{"option", "--list"}, {"value", "no --drop or --gc"}});
-    if (o.json && !c.list) usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});
+    check_stats(p);
+    if (o.json && !c.list && !c.stats)
+      usage(Msg::usage_option_needs, {{"option", "--json"}, {"value", "--list"}});
     choose_store(p);
     if (c.stale && !c.max_age)
       usage(Msg::usage_option_needs, {{"option", "--stale"}, {"value", "--max-age"}});
@@ -1337,6 +1382,14 @@ Options parse_command_line(int argc, const char* const* argv, const EnvLookup& g
     if (c.list) {
       if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
       if (store_traits(c).in_redis) check_redis_store(p, getenv);
+      return std::move(o);
+    }
+    if (c.stats) {
+      if (have_key) usage(Msg::usage_extra_argument, {{"value", o.key}});
+      if (store_traits(c).in_redis)
+        check_redis_store(p, getenv);
+      else if (store_traits(c).objects)
+        choose_backend(p, getenv); // -r: where the store's counters are
       return std::move(o);
     }
   }

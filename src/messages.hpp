@@ -64,6 +64,7 @@ namespace bufferlock {
   X(usage_store_token_file, "cannot use --store-token-file %{path}: %{error}")                               \
   X(usage_store_servers, "--store redis needs exactly one Redis server, not %{count}")                       \
   X(usage_option_needs, "%{option} needs %{value}")                                                          \
+  X(usage_bad_format, "invalid %{option} '%{value}': expected text, json, markdown or prometheus")           \
   X(usage_kill_after_fit,                                                                                    \
     "%{option} %{value} does not fit in %{ttl} %{ttl_value} with --on-lost term: at most %{most} (the TTL "  \
     "less a renewal period of TTL/3, the drift allowance and two renewal attempts)")                         \
@@ -129,6 +130,7 @@ namespace bufferlock {
     "(chmod 600)")                                                                                           \
   X(cache_entry_corrupt, "ignoring cache entry %{path}: %{error}; rebuilding it")                            \
   X(cache_store_failed, "output of '%{key}' not stored: %{path}: %{error}")                                  \
+  X(cache_stats_failed, "cannot read or reset the statistics of %{server}: %{error}")                      \
   X(cache_drop_failed, "cannot remove cache entry %{path}: %{error}")                                        \
   X(cache_entry_too_large, "output of '%{key}' not stored: its stored size, %{stored} bytes, is over --max-entry (%{size} bytes)")   \
   X(cache_stale_served, "the rebuild of '%{key}' failed with status %{status}; serving the previous entry")  \

@@ -95,6 +95,13 @@ bool decode_sections(std::string_view bytes, std::size_t at, std::size_t end, st
       at += 8 + len;
       continue;
     }
+    if (type == entry_section_build_time) {
+      if (len != 8 || h.timed) return false;
+      h.timed = true;
+      h.build_ns = get_le<std::uint64_t>(bytes, at + 8);
+      at += 8 + len;
+      continue;
+    }
     if (type == entry_section_signature) {
       if (len != 32 || !h.signature.empty()) return false;
       h.signature = std::string(bytes.substr(at + 8, len));
@@ -140,6 +147,7 @@ std::uint64_t EntryHeader::header_size() const {
     if (!outputs.empty()) n += outputs_section_size(*this);
     if (!signature.empty()) n += 8 + signature.size();
     if (compression) n += 8 + 20;
+    if (timed) n += 8 + 8;
     return n;
   }
   std::uint64_t n = entry_fixed_header_2 + key.size();
@@ -167,7 +175,7 @@ std::string encode_header(const EntryHeader& h) {
     put_le<std::uint64_t>(out, inputs.low);
     put_le<std::uint32_t>(out, static_cast<std::uint32_t>(h.sections.size() + (h.outputs.empty() ? 0 : 1) +
                                                           (h.signature.empty() ? 0 : 1) +
-                                                          (h.compression ? 1 : 0)));
+                                                          (h.compression ? 1 : 0) + (h.timed ? 1 : 0)));
     put_le<std::uint32_t>(out, 0);
     out += h.key;
     if (!h.outputs.empty()) {
@@ -182,6 +190,11 @@ std::string encode_header(const EntryHeader& h) {
       put_le<std::uint32_t>(out, h.compressed);
       put_le<std::uint64_t>(out, h.raw_stdout_len);
       put_le<std::uint64_t>(out, h.raw_stderr_len);
+    }
+    if (h.timed) {
+      put_le<std::uint32_t>(out, entry_section_build_time);
+      put_le<std::uint32_t>(out, 8);
+      put_le<std::uint64_t>(out, h.build_ns);
     }
     if (!h.signature.empty()) {
       put_le<std::uint32_t>(out, entry_section_signature);

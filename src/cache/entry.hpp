@@ -1,6 +1,6 @@
 // The on-disk format of a cache entry, all integers little-endian. Format
 // version 1 (an entry with neither stored stderr nor dependencies; what a
-// plain build writes, so older binaries keep reading it):
+// plain build of earlier versions wrote, still read):
 //
 //   offset  size  field
 //   0       8     magic "BLCACHE\n"
@@ -74,6 +74,11 @@
 //                 Written by every compressing build; required (bit 31) only
 //                 when a flag is set, so an entry whose data stayed raw is
 //                 read by versions that know no compression.
+//   4             build time: 8 bytes, how long the build took (ns, from its
+//                 start to its publication). Written by every build (so a
+//                 build's entry is version 3), not required: an entry
+//                 without it (older versions) counts a build time of 0 in
+//                 `cache --stats`.
 //   5             manifest (cache/manifest.hpp): the builder's hostname and,
 //                 for each --depends PATH as given, its kind and content
 //                 digest, and for a directory the relative names and
@@ -116,6 +121,7 @@ inline constexpr std::uint32_t entry_section_required = 0x80000000U;
 inline constexpr std::uint32_t entry_section_outputs = 1 | entry_section_required;
 inline constexpr std::uint32_t entry_section_signature = 2;
 inline constexpr std::uint32_t entry_section_compression = 3;
+inline constexpr std::uint32_t entry_section_build_time = 4;
 inline constexpr std::uint32_t entry_compressed_stdout = 1;
 inline constexpr std::uint32_t entry_compressed_stderr = 2;
 inline constexpr std::size_t entry_dep_fixed = 40;
@@ -145,9 +151,9 @@ using Inputs = std::optional<Digest128>;
 // and the outputs apart, so the address is computed, never stored.
 Inputs entry_address(const Inputs& inputs, const std::vector<std::string>& outputs);
 
-// The version that an entry with `inputs` and, or not, stderr and outputs
-// is written in.
-// A signed or compressed entry is version 3 too.
+// The least version that holds an entry with `inputs` and, or not, stderr
+// and outputs; a signed or compressed entry needs version 3 too. (A build
+// writes version 3 always: its build time is a section.)
 std::uint32_t entry_version_for(const Inputs& inputs, bool keep_stderr, bool outputs = false,
                                 bool sign_or_compress = false);
 
@@ -175,6 +181,8 @@ struct EntryHeader {
   std::uint32_t compressed = 0;        // entry_compressed_*: parts stored in zstd blocks
   std::uint64_t raw_stdout_len = 0;    // with compression: stdout as served
   std::uint64_t raw_stderr_len = 0;
+  bool timed = false;                  // version 3 only: with a build time section
+  std::uint64_t build_ns = 0;          // with it: how long the build took
   std::uint32_t version = entry_format_version; // 2 with stderr, 3 with inputs
 
   // Whether this entry is the one of `inputs` (nullopt: no --depends).

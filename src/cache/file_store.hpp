@@ -74,8 +74,7 @@ private:
 class EntryWriter {
 public:
   // `inputs`: the digest of the dependencies as they are now (before the
-  // build). With inputs or outputs the entry is format version 3; else
-  // with KeepStderr::yes version 2; else version 1 (older binaries read it).
+  // build). The entry is format version 3, with its build time.
   static std::variant<EntryWriter, SysError> create(const CacheStore& store, std::string_view key,
                                                     std::int64_t created_ns,
                                                     const Inputs& inputs = std::nullopt,

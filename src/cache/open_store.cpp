@@ -5,12 +5,15 @@
 #include "cache/redis_store.hpp"
 #include "cache/s3_store.hpp"
 #include "cache/settings.hpp"
+#include "cache/stats_file.hpp"
+#include "cache/stats_redis.hpp"
 #include "lock/settings.hpp"
 #include "redis/url.hpp"
 #include "s3/credentials.hpp"
 #include "s3/url.hpp"
 #include "run/command.hpp"
 #include "util/files.hpp"
+#include "util/md5.hpp"
 
 #include <cstdlib>
 #include <string_view>
@@ -116,20 +119,41 @@ std::optional<StoreSpellingError> spell_s3(CacheSettings& c, std::string_view te
 }
 
 // The stores: how --store spells each (a word, or a URL's scheme), what it
-// takes, and how it is made.
+// takes, how it is made, and where it keeps its counters (`stats_in_store`:
+// in the store itself, which a store down for the run spares the count).
+
+// Where a store's counters are kept (SPEC §21): in the cache directory, in
+// the Redis store's server, or for a remote store in the -r Redis (else in
+// the cache directory, one file per store location).
+using OpenedStats = std::unique_ptr<StatsSink>;
+OpenedStats file_stats(const StoreRequest& r, const EntryStore&) {
+  return std::make_unique<StatsFile>(r.cache_dir, "stats");
+}
+OpenedStats redis_stats(const StoreRequest& r, const EntryStore& store) {
+  return std::make_unique<StatsRedis>(static_cast<const RedisStore&>(store), r.redis.key_prefix); // open_redis's
+}
+OpenedStats remote_stats(const StoreRequest& r, const EntryStore& store) {
+  const RedisUrl& url = r.redis.url;
+  if (url.transport == RedisUrl::Transport::tcp && url.host.empty())
+    return std::make_unique<StatsFile>(r.cache_dir, "stats." + md5_hex(store.location()));
+  return std::make_unique<StatsRedis>(r.redis, store.location());
+}
+
 struct Scheme {
   std::string_view spelling; // ending in "://": the beginning of a URL
   CacheStoreKind kind;
   StoreTraits traits;
   Spell spell;
   Opened (*open)(const StoreRequest&);
+  OpenedStats (*stats)(const StoreRequest&, const EntryStore&);
+  bool stats_in_store = false;
 };
 constexpr Scheme schemes[] = {
-    {"file", CacheStoreKind::file, {}, spell_word, open_file},
-    {"redis", CacheStoreKind::redis, {.in_redis = true}, spell_word, open_redis},
-    {"http://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http},
-    {"https://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http},
-    {"s3://", CacheStoreKind::s3, {.objects = true}, spell_s3, open_s3},
+    {"file", CacheStoreKind::file, {}, spell_word, open_file, file_stats},
+    {"redis", CacheStoreKind::redis, {.in_redis = true}, spell_word, open_redis, redis_stats, true},
+    {"http://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http, remote_stats},
+    {"https://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http, remote_stats},
+    {"s3://", CacheStoreKind::s3, {.objects = true}, spell_s3, open_s3, remote_stats},
 };
 
 const Scheme* scheme_spelled(std::string_view text) {
@@ -152,8 +176,8 @@ const Scheme& scheme_of(const CacheSettings& c) {
 // EntryStore that is not forwarded here would run the default, not the store's.
 class DownForRun final : public EntryStore {
 public:
-  explicit DownForRun(std::unique_ptr<EntryStore> store)
-      : EntryStore(store->messages()), store_(std::move(store)) {}
+  DownForRun(std::unique_ptr<EntryStore> store, bool stats_in_store)
+      : EntryStore(store->messages()), store_(std::move(store)), stats_in_store_(stats_in_store) {}
 
   std::string_view name() const override { return store_->name(); }
   std::string location() const override { return store_->location(); }
@@ -198,7 +222,14 @@ public:
   void record_use(const CachedEntry& e) const override {
     if (!down_) store_->record_use(e);
   }
-  void after_fork() const override { store_->after_fork(); }
+  void after_fork() const override {
+    store_->after_fork();
+    if (stats_) stats_->after_fork();
+  }
+  // A store down for the run is not asked again to count.
+  void count(const CallCount& c) const override {
+    if (!down_ || !stats_in_store_) EntryStore::count(c);
+  }
   void sign_with(const EntrySigner* signer) override {
     signer_ = signer;
     store_->sign_with(signer);
@@ -212,6 +243,7 @@ private:
   }
 
   std::unique_ptr<EntryStore> store_;
+  bool stats_in_store_;
   mutable std::optional<std::string> down_;
 };
 
@@ -238,10 +270,15 @@ bool store_talks_tls(const CacheSettings& c) {
 
 std::variant<std::unique_ptr<EntryStore>, std::string>
 open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir) {
-  Opened made = scheme_of(cache).open(StoreRequest{cache, redis, cache_dir});
-  if (auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made))
-    return std::make_unique<DownForRun>(std::move(*store));
-  return made;
+  const Scheme& s = scheme_of(cache);
+  const StoreRequest r{cache, redis, cache_dir};
+  Opened made = s.open(r);
+  auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made);
+  if (!store) return made;
+  OpenedStats stats = s.stats(r, **store);
+  auto down = std::make_unique<DownForRun>(std::move(*store), s.stats_in_store);
+  down->keep_stats_in(std::move(stats));
+  return down;
 }
 
 std::optional<SysError> prepare_cache_dir(const std::string& dir) { return CacheStore(dir).prepare(); }

@@ -14,6 +14,7 @@
 #include "util/io.hpp"
 #include "util/json.hpp"
 #include "util/sigmask.hpp"
+#include "util/text.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -31,6 +32,35 @@
 namespace bufferlock {
 
 namespace {
+
+// What this call did (SPEC §21): set as it goes, counted once at its end
+// (cache_main; a background rebuild counts its own build).
+CallCount& tally() {
+  static CallCount c;
+  return c;
+}
+
+// A call that served `e` without building: `event` (hit, stale, wait).
+void tally_served(const EntryStore& store, const CachedEntry& e, CacheEvent event) {
+  CallCount& t = tally();
+  t.event = event;
+  t.bytes_served = store.stored_size(e.header);
+  t.saved_ns = e.header.build_ns;
+}
+
+// Counts the call in its store, once; not with --read-only (SPEC §22: it
+// writes nothing).
+void count_call(const CacheRequest& o, const EntryStore& store) {
+  CallCount& t = tally();
+  if (o.cache.read_only || t.empty()) return;
+  t.key = o.key;
+  store.count(t);
+}
+
+CacheEvent served_event(Msg m) {
+  if (m == Msg::cache_waited) return CacheEvent::wait;
+  return m == Msg::cache_served_stale ? CacheEvent::stale : CacheEvent::hit;
+}
 
 // Whether a found entry (of the caller's inputs) may be served as it is: fresh.
 bool current(const CacheRequest& o, const EntryHeader& h, std::optional<Nanos> stale, Freshness* age = nullptr) {
@@ -62,6 +92,7 @@ void say_served(const CacheRequest& o, const EntryStore& store, const CachedEntr
 // serve() of an entry, with its -v line.
 int serve_as(const CacheRequest& o, const EntryStore& store, const CachedEntry& e, Msg m, MessageArgs more = {}) {
   say_served(o, store, e, m, std::move(more));
+  tally_served(store, e, served_event(m));
   const int status = serve(o, e);
   // After the bytes went out: recording the use is off the hit's critical path.
   if (!o.cache.read_only) store.record_use(e);
@@ -379,6 +410,13 @@ struct BuildRun {
     return std::nullopt;
   }
 
+  // For --stats: what the build stored, or that the store failed it.
+  void tally_built() const {
+    CallCount& t = tally();
+    if (writer) t.bytes_stored = store.stored_size(writer->header());
+    if (store_error) ++t.store_errors;
+  }
+
   void say_not_stored() const {
     if (writer || why_not.empty()) return;
     diag::debug_lazy([&] {
@@ -401,9 +439,12 @@ int build(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, 
   if (const int sig = stop_signal()) return b.interrupted(sig);
   b.why_not = "the command exited with status " + std::to_string(status);
   if (status == 0) b.check_outputs(status);
+  tally().event = status == 0 ? CacheEvent::build : CacheEvent::failed_build;
+  tally().build_ns = static_cast<std::uint64_t>((monotonic_now() - b.started).count());
   if (status == 0) {
     b.keep(trail);
     if (const int sig = stop_signal()) return b.interrupted(sig);
+    b.tally_built();
     b.say_kept();
     if (fallback)
       if (const auto end = b.serve_held(*fallback)) return *end;
@@ -444,11 +485,16 @@ void rebuild_in_background(const CacheRequest& o, const EntryStore& store, const
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
   }
-  ::_exit(build(o, store, inputs, trail, seen, &lock, unusable, nullptr));
+  tally() = CallCount{}; // the parent counts its stale serve; this process its build
+  const int status = build(o, store, inputs, trail, seen, &lock, unusable, nullptr);
+  count_call(o, store);
+  ::_exit(status);
 }
 
-// A corrupt entry (it is rebuilt), or a store that could not be read (a miss).
+// A corrupt entry (it is rebuilt), or a store that could not be read (a miss:
+// a store error, counted once in a run).
 void warn_lookup(const CacheRequest& o, const EntryStore& store, const Inputs& inputs, const Lookup& l) {
+  if (l.state == LookupState::unreadable && !store.noted_unreadable()) ++tally().store_errors;
   const std::string where = store.where(o.key, address(o, inputs));
   if (l.state == LookupState::corrupt)
     diag::warn(store_message(store.messages().corrupt, display_key(o.key), where, l.why));
@@ -501,6 +547,7 @@ std::optional<int> warm_start(const CacheRequest& o, const EntryStore& store, Lo
     const Restored r = restore(o, store, l.entry);
     if (r.stop) return stopped(&lock, r.stop);
     if (r.ok) say_warm(o, store, from, l.entry.header);
+    tally().warm_start = r.ok;
     return std::nullopt;
   }
   return std::nullopt;
@@ -542,23 +589,6 @@ int read_only_miss(const CacheRequest& o, const EntryStore& store, const Inputs&
   return run_child(o.argv); // the build failed, or stored nothing: as with no build
 }
 
-// A KEY on one line of --list: backslash, control bytes and DEL as \xHH.
-std::string list_key(std::string_view key) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (const char ch : key) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 // cache --list --json: {"entries": [...]}, each with the fields of the text
 // and the store's name (man page, JSON OUTPUT).
 std::string list_json(const std::vector<ListedEntry>& entries, std::int64_t now, std::string_view store) {
@@ -594,7 +624,7 @@ std::string list_text(const std::vector<ListedEntry>& entries, std::int64_t now)
     out += ' ';
     out += e.inputs ? e.inputs->hex().substr(0, short_inputs_digits) : "-";
     out += ' ';
-    out += list_key(e.key);
+    out += escape_key(e.key);
     out += '\n';
   }
   return out;
@@ -648,6 +678,23 @@ int admin(const CacheRequest& o, const EntryStore& store) {
   const auto counts =
       store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
+  return exit_code::ok;
+}
+
+// --stats: the counters in the format asked; --stats --zero resets them and
+// prints nothing (SPEC §21).
+int stats(const CacheRequest& o, const EntryStore& store) {
+  const auto failed = [&](const SysError& e) {
+    diag::error(message(Msg::cache_stats_failed, {{"server", e.path}, {"error", e.reason}}));
+    return o.error_exit;
+  };
+  if (o.cache.stats_zero) {
+    if (auto e = store.zero_stats()) return failed(*e);
+    return exit_code::ok;
+  }
+  auto report = store.stats();
+  if (auto* e = std::get_if<SysError>(&report)) return failed(*e);
+  write_all(STDOUT_FILENO, format_stats(std::get<StatsReport>(report), o.cache.stats_format));
   return exit_code::ok;
 }
 
@@ -851,7 +898,10 @@ int cache_main(const CacheRequest& o) {
   }
   EntryStore& store = *std::get<std::unique_ptr<EntryStore>>(opened);
   if (o.cache.list || o.cache.drop || o.cache.gc) return admin(o, store);
-  return serve_or_build(o, store, cache_dir);
+  if (o.cache.stats) return stats(o, store);
+  const int status = serve_or_build(o, store, cache_dir);
+  count_call(o, store);
+  return status;
 }
 
 } // namespace bufferlock

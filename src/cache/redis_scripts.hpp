@@ -61,4 +61,22 @@ inline constexpr RedisScript cache_object_use_script{
     "E', KEYS[1], ARGV[4]) return 1",
     "7ada4806ee991fb2bd5aca7da4831a0c14af818a", 1};
 
+// cache --stats (SPEC §21): one call's counts added to the totals and to its
+// KEY's hash, the KEY's seconds saved to the sorted set, and the time to
+// live of all three renewed. KEYS = {totals, sorted set, KEY's hash}; ARGV =
+// {ttl ms, KEY, ms saved, then counter name and increment pairs}.
+inline constexpr RedisScript cache_stats_count_script{
+    "for i = 4, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) redis.call('HINC"
+    "RBY', KEYS[3], ARGV[i], ARGV[i + 1]) end redis.call('HSET', KEYS[3], 'key', ARGV[2]) redis.c"
+    "all('ZINCRBY', KEYS[2], ARGV[3], KEYS[3]) for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARG"
+    "V[1]) end return 1",
+    "3acf42835728339f02c57d840e03b155f3073a22", 3};
+
+// --stats --zero: the totals, the sorted set and every KEY's hash it names
+// removed (all in the totals' hash slot). KEYS = {totals, sorted set}.
+inline constexpr RedisScript cache_stats_zero_script{
+    "local m = redis.call('ZRANGE', KEYS[2], 0, -1) for _, k in ipairs(m) do redis.call('DEL', k)"
+    " end redis.call('DEL', KEYS[1], KEYS[2]) return #m",
+    "243eecd98b11d06212cfac3cb61b3e77afcbc852", 2};
+
 } // namespace bufferlock

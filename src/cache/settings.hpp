@@ -2,6 +2,7 @@
 // how long they are fresh, what an entry holds (SPEC §8, §15, §18).
 #pragma once
 
+#include "cache/stats.hpp"
 #include "http/url.hpp"
 #include "util/duration.hpp"
 
@@ -23,6 +24,9 @@ struct CacheSettings {
   bool drop = false;                           // --drop KEY
   bool gc = false;                             // --gc
   bool list = false;                           // --list
+  bool stats = false;                          // --stats: print the counters (SPEC §21)
+  bool stats_zero = false;                     // --stats --zero: reset them
+  StatsFormat stats_format = StatsFormat::text; // --format (--json: json)
   bool force = false;                          // rebuild even when fresh
   bool read_only = false;                      // --read-only: serve, never write the store
   bool keep_stderr = false;                    // store stderr too, replay it on hits

@@ -102,4 +102,20 @@ ListedEntry listed_entry(const EntryHeader& h, std::uint64_t stored) {
   return {h.created_ns, h.stdout_size(), h.key, h.inputs, h.outputs.size(), stored};
 }
 
+std::variant<StatsReport, SysError> EntryStore::stats() const {
+  StatsReport r{std::string(name()), location(), {}, {}};
+  if (!stats_) return r;
+  auto read = stats_->read();
+  if (auto* e = std::get_if<SysError>(&read)) return *e;
+  const StatsSums& sums = std::get<StatsSums>(read);
+  r.total = sums.total;
+  r.top = top_keys(sums.keys);
+  return r;
+}
+
+std::optional<SysError> EntryStore::zero_stats() const {
+  if (!stats_) return std::nullopt;
+  return stats_->zero();
+}
+
 } // namespace bufferlock

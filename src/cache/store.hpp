@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/entry_file.hpp"
+#include "cache/stats_count.hpp"
 #include "messages.hpp"
 #include "util/files.hpp"
 
@@ -246,6 +247,18 @@ public:
   // In a forked child: connections are not shared with the parent.
   virtual void after_fork() const {}
 
+  // cache --stats (SPEC §21): where this store's counters are kept (set
+  // once by open_store; none: nothing is counted).
+  void keep_stats_in(std::unique_ptr<StatsSink> sink) { stats_ = std::move(sink); }
+  // One call's count; never fails (a count not written is dropped).
+  virtual void count(const CallCount& c) const {
+    if (stats_) stats_->count(c);
+  }
+  // The counters: the totals and the keys that saved most.
+  std::variant<StatsReport, SysError> stats() const;
+  // Forgets them (--stats --zero).
+  std::optional<SysError> zero_stats() const;
+
   // --sign-key: entries are signed when written, and served only when their
   // tag checks (else a miss, "corrupt"). Null: neither.
   virtual void sign_with(const EntrySigner* signer) { signer_ = signer; }
@@ -260,6 +273,7 @@ protected:
   StoreMessages messages_;
   const EntrySigner* signer_ = nullptr;
   mutable bool unreadable_ = false;
+  std::unique_ptr<StatsSink> stats_;
 };
 
 } // namespace bufferlock

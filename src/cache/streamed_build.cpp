@@ -1,6 +1,7 @@
 #include "cache/streamed_build.hpp"
 
 #include "run/command.hpp"
+#include "util/clock.hpp"
 #include "util/files.hpp"
 #include "util/io.hpp"
 
@@ -17,8 +18,9 @@ StreamedBuild::StreamedBuild(const EntryStore& store, std::string_view key, cons
   header_.inputs = inputs;
   header_.outputs = what.outputs;
   keep_stderr_ = what.keep_stderr == KeepStderr::yes;
-  header_.version =
-      entry_version_for(inputs, keep_stderr_, !what.outputs.empty(), store.signer() != nullptr || what.compress);
+  // Every build keeps its build time (for cache --stats), a version 3 section.
+  header_.version = entry_format_version_3;
+  header_.timed = true;
   header_.compression = what.compress; // its flags and lengths are set by publish()
   if (header_.version == entry_format_version_3) header_.sections = what.sections;
   if (const EntrySigner* signer = store.signer()) {
@@ -129,6 +131,7 @@ std::optional<SysError> StreamedBuild::publish() {
     fail(SysError{"", stopped_by_signal});
     return error_;
   }
+  header_.build_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, wall_clock_ns() - header_.created_ns));
   if (mac_) EntrySigner::seal(*mac_, header_);
   const std::string head = encode_header(header_);
   const std::string trailer = encode_trailer(hash_.digest(), checksum(head));

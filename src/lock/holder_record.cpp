@@ -106,20 +106,4 @@ std::string holder_fields(const HolderInfo& h, std::int64_t now_ns) {
   return out;
 }
 
-std::string list_key_text(std::string_view key) {
-  std::string out;
-  out.reserve(key.size());
-  for (const char ch : key) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f || c == '\\') {
-      char esc[5];
-      std::snprintf(esc, sizeof esc, "\\x%02x", c);
-      out += esc;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 } // namespace bufferlock

@@ -56,7 +56,4 @@ std::uint64_t next_fence(std::string_view header);
 // that `status`, `list` and a busy -v show; `now_ns` is CLOCK_REALTIME.
 std::string holder_fields(const HolderInfo& h, std::int64_t now_ns);
 
-// KEY for `list`: bytes that would break the line (controls, backslash) as \xNN.
-std::string list_key_text(std::string_view key);
-
 } // namespace bufferlock

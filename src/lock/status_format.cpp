@@ -2,6 +2,7 @@
 
 #include "util/json.hpp"
 #include "util/md5.hpp"
+#include "util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -66,7 +67,7 @@ std::string status_json(std::string_view key, LockState state, const LockPlace& 
 std::string list_text(const std::vector<ListedLock>& locks, std::int64_t now_ns) {
   std::string out;
   for (const ListedLock& l : locks) {
-    out += l.info.holder.key ? list_key_text(*l.info.holder.key) : "md5:" + l.digest;
+    out += l.info.holder.key ? escape_key(*l.info.holder.key) : "md5:" + l.digest;
     if (l.slot > 0) out += " slot=" + std::to_string(l.slot);
     out += status_fields(l.info, now_ns);
     out += '\n';

@@ -1,4 +1,5 @@
 #include "util/diag.hpp"
+#include "util/text.hpp"
 
 #include <unistd.h>
 
@@ -30,35 +31,6 @@ void emit(std::string_view text) {
   }
 }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  std::size_t len;
-  unsigned min;
-  if (c < 0x80) return 1;
-  if ((c & 0xe0) == 0xc0) {
-    len = 2;
-    min = 0x80;
-  } else if ((c & 0xf0) == 0xe0) {
-    len = 3;
-    min = 0x800;
-  } else if ((c & 0xf8) == 0xf0) {
-    len = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  unsigned cp = c & (0x7f >> len);
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return len;
-}
-
 } // namespace
 
 void set_verbosity(Verbosity v) { level = v; }
@@ -79,7 +51,7 @@ std::string printable(std::string_view bytes) {
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    const std::size_t len = (c < 0x20 || c == 0x7f) ? 0 : utf8_length(bytes, i);
+    const std::size_t len = (c < 0x20 || c == 0x7f) ? 0 : utf8_length(bytes.substr(i));
     if (len == 0) {
       out += "\\x";
       out += hex[c >> 4];

@@ -77,3 +77,10 @@ teardown() { cache_teardown; }
     run --separate-stderr blc --list --gc
     assert_usage_error "--list"
 }
+
+@test "--list: a byte of KEY that is not UTF-8 as \\xHH, valid UTF-8 as it is" {
+    blc $'caf\xc3\xa9 \xff' printf '' >/dev/null
+    run --separate-stderr blc --list
+    assert_success
+    assert_regex "$output" '^[0-9]+\.[0-9]{3} 0 [0-9]+ - café \\xff$'
+}

@@ -67,6 +67,13 @@ teardown() { redis_teardown; }
     assert_regex "$output" '^two\\x0alines pid='
 }
 
+@test "list shows a byte that is not UTF-8 as \\xHH, and valid UTF-8 as it is" {
+    bl_hold_lock "$D" $'caf\xc3\xa9 \xff'
+    run --separate-stderr bl list -d "$D"
+    assert_success
+    assert_regex "$output" '^café \\xff pid='
+}
+
 @test "list takes no KEY and no lock options" {
     run --separate-stderr bl list -d "$D" "$K"
     assert_usage_error "$K"

@@ -196,7 +196,7 @@ TEST_F(CacheStoreTest, AnAbandonedWriterLeavesNothing) {
   EXPECT_EQ(store_->gc(std::nullopt, 0).temps_removed, 0); // the writer removed its own file
 }
 
-TEST_F(CacheStoreTest, Version2EntriesKeepStderr) {
+TEST_F(CacheStoreTest, BuildsKeepStderrAndTheirBuildTime) {
   auto created = EntryWriter::create(*store_, "k2", 7, std::nullopt, BuildContents{KeepStderr::yes, {}});
   ASSERT_TRUE(std::holds_alternative<EntryWriter>(created));
   EntryWriter& w = std::get<EntryWriter>(created);
@@ -208,7 +208,10 @@ TEST_F(CacheStoreTest, Version2EntriesKeepStderr) {
   Lookup found = store_->lookup("k2");
   ASSERT_EQ(found.state, LookupState::found) << found.why;
   const EntryHeader& h = found.entry.header;
-  EXPECT_EQ(h.version, 2u);
+  // Version 3, for its build time section (cache --stats).
+  EXPECT_EQ(h.version, 3u);
+  EXPECT_TRUE(h.timed);
+  EXPECT_GT(h.build_ns, 0u); // created at 7 ns since the epoch: now minus that
   EXPECT_EQ(h.payload_len, 8u);
   EXPECT_EQ(h.stderr_len, 5u);
   // stdout then stderr, after the header.
@@ -353,6 +356,36 @@ TEST(CacheEntry, OutputsSectionIsPinnedAndRoundTrips) {
   std::string cut = bytes;
   cut[95] = 9; // a path longer than the section
   EXPECT_FALSE(decode_header(cut, why));
+}
+
+// The build time section: pinned, not required, 0 when absent.
+TEST(CacheEntry, BuildTimeSectionIsPinnedAndRoundTrips) {
+  EntryHeader h;
+  h.version = entry_format_version_3;
+  h.key = "key";
+  h.payload_len = 2;
+  h.timed = true;
+  h.build_ns = 0x0102030405060708;
+  const std::string bytes = encode_header(h);
+  ASSERT_EQ(bytes.size(), h.header_size());
+  EXPECT_EQ(bytes.substr(64, 4), std::string("\x01\x00\x00\x00", 4)); // one section
+  EXPECT_EQ(bytes.substr(75, 8), std::string("\x04\x00\x00\x00\x08\x00\x00\x00", 8)); // type 4, 8 bytes
+  EXPECT_EQ(bytes.substr(83), std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8));
+  std::string why;
+  auto back = decode_header(bytes, why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_TRUE(back->timed);
+  EXPECT_EQ(back->build_ns, h.build_ns);
+  EXPECT_TRUE(back->sections.empty());
+  EXPECT_EQ(encode_header(*back), bytes);
+  std::string wrong = bytes;
+  wrong[79] = 4; // a build time of another length is malformed
+  EXPECT_FALSE(decode_header(wrong, why));
+  h.timed = false;
+  back = decode_header(encode_header(h), why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_FALSE(back->timed);
+  EXPECT_EQ(back->build_ns, 0u);
 }
 
 TEST(CacheEntry, SignatureSectionIsPinnedAndRoundTrips) {

@@ -65,11 +65,6 @@ TEST(HolderRecord, Fields) {
   EXPECT_EQ(holder_fields(h, 500), " pid=12 host=ci-1 since=0.000 fence=7");
 }
 
-TEST(HolderRecord, ListKeyTextEscapesWhatWouldBreakTheLine) {
-  EXPECT_EQ(list_key_text("deploy prod"), "deploy prod");
-  EXPECT_EQ(list_key_text(std::string("a\nb\\\x7f", 5)), "a\\x0ab\\x5c\\x7f");
-}
-
 TEST(CanonicalOrder, ByDigestWhateverTheNamingOrder) {
   // md5("a") = 0cc1..., md5("b") = 92eb..., md5("c") = 4a8a...
   EXPECT_EQ(canonical_order({"a", "b", "c"}), (std::vector<std::size_t>{0, 2, 1}));

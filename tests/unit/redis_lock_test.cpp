@@ -32,7 +32,8 @@ TEST(RedisScripts, PinnedDigestsMatchTheSources) {
   for (const RedisScript* s :
        {&acquire_script, &release_script, &renew_script, &acquire_slots_script, &release_slot_script,
         &renew_slot_script, &status_slots_script, &unlock_key_script, &holder_record_script, &wake_script,
-        &cache_append_script, &cache_publish_script, &cache_use_script, &cache_object_use_script, &cache_gc_del_script})
+        &cache_append_script, &cache_publish_script, &cache_use_script, &cache_object_use_script, &cache_gc_del_script,
+        &cache_stats_count_script, &cache_stats_zero_script})
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << s->source;
 }
 
