@@ -2,12 +2,13 @@
 # The README's "CI recipe", run as written: its job step from two clones of
 # one project (own HOME each) against a redis-server and an nginx (WebDAV) of
 # this file's own, the servers given through the variables the README names;
-# then its crontab line cleaning the store.
+# then its job summary line, and its crontab line cleaning the store.
 
 bats_require_minimum_version 1.5.0
 
 load http_helpers
 load cache_helpers
+load stats_helpers
 
 setup_file() { http_redis_setup_file; }
 teardown_file() { http_redis_teardown_file; }
@@ -84,9 +85,35 @@ job() {
     assert_equal "$(key_objects demo-build | wc -l)" 2
 }
 
+@test "README CI recipe: the summary line writes the fleet's counts as a markdown table" {
+    local summary_step
+    summary_step=$(readme_block 2)
+    [[ $summary_step == *'--stats'*'GITHUB_STEP_SUMMARY'* ]] || fail "no --stats line in the README's CI recipe: $summary_step"
+    make_project
+    job a # builds
+    assert_success
+    job b # another runner: a hit
+    assert_success
+    # The summary step on a third machine: the counts are the fleet's, kept in
+    # the Redis the jobs share, whatever its own cache directory holds.
+    mkdir -p "$T/c/home"
+    echo '### earlier step' >"$T/summary.md"
+    run --separate-stderr env -C "$T/c/home" HOME="$T/c/home" PATH="$T/path:$PATH" \
+        BUFFERLOCK_REDIS="$REDIS_URL" BUFFERLOCK_CACHE_STORE="$STORE" GITHUB_STEP_SUMMARY="$T/summary.md" \
+        bash -euo pipefail -c "$summary_step"
+    assert_success
+    assert_equal "$output" ""
+    assert_equal "$(head -1 "$T/summary.md")" '### earlier step'
+    sed 1d "$T/summary.md" >"$T/table.md"
+    check_stats_markdown "$T/table.md"
+    grep -qx '| Builds | 1 |' "$T/table.md" || fail "not one build: $(cat "$T/table.md")"
+    grep -qx '| Hits | 1 |' "$T/table.md" || fail "not one hit: $(cat "$T/table.md")"
+    grep -q '^| `demo-build` |' "$T/table.md" || fail "the key is not among those that saved most: $(cat "$T/table.md")"
+}
+
 @test "README CI recipe: the crontab line cleans the store it names" {
     local cron env_names schedule_line
-    cron=$(readme_block 2)
+    cron=$(readme_block 3)
     env_names=$(grep -E '^[A-Z_]+=' <<<"$cron" | cut -d= -f1 | LC_ALL=C sort | tr '\n' ' ')
     schedule_line=$(grep -E '^[0-9*]' <<<"$cron")
     # The servers come from the crontab's variables: the store, and the Redis
