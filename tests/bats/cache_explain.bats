@@ -109,14 +109,22 @@ explain_reasons() {
     assert_stderr_empty
 }
 
-@test "a hit of an entry that records no host says so; --force says it forced" {
+@test "a hit says the host it was built on; one of an entry from before hosts were recorded says so; --force says it forced" {
     run --separate-stderr blc "$K" echo one
     run --separate-stderr blc --explain "$K" echo two
     assert_output one
-    assert_line_is "^bufferlock: hit for '$K': age ${SECS}s, built on a host it does not record\$"
+    assert_line_is "^bufferlock: hit for '$K': age ${SECS}s, built on $(hostname)\$"
     run --separate-stderr blc --explain --force "$K" echo three
     assert_output three
     assert_line_is "$(miss_line '--force rebuilds it')"
+    # An entry an earlier bufferlock wrote (the stored fixture of a plain
+    # build): it records no host.
+    mkdir -p "$C"
+    cp "$BATS_TEST_DIRNAME"/../fixtures/entries/file/*.entry "$C/"
+    run --separate-stderr blc --explain fx-plain false
+    assert_success
+    assert_output "hello fixture"
+    assert_regex "$stderr" "^bufferlock: hit for 'fx-plain': age ${SECS}s, built on a host it does not record\$"
 }
 
 @test "the manifest is bounded: a directory past 64 KiB of names keeps its digest, and the others still name files" {
