@@ -196,18 +196,14 @@ EntryStore::Headers CacheStore::headers_of(std::string_view key) const {
   return found;
 }
 
-Lookup CacheStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  // Headers first (cheap), then the full verification of the newest sound one.
-  auto found = std::get<std::vector<StaleCandidate>>(headers_of(key));
+Lookup CacheStore::read_candidate(std::string_view key, const StaleCandidate& c) const {
+  UniqueFd fd = open_unused(dir_ + "/" + c.name);
+  std::string why, bytes;
+  if (!fd) return {LookupState::missing, {}, {}};
   const std::string wanted(key);
-  return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) -> Lookup {
-    UniqueFd fd = open_unused(dir_ + "/" + c.name);
-    std::string why, bytes;
-    if (!fd) return {LookupState::missing, {}, {}};
-    if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
-      return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
-    return {LookupState::corrupt, {}, dir_ + "/" + c.name + ": " + why};
-  });
+  if (auto header = verify_entry(fd.get(), &wanted, why, &bytes, signer_))
+    return {LookupState::found, CachedEntry{std::move(fd), std::move(*header), std::move(bytes)}, {}};
+  return {LookupState::corrupt, {}, dir_ + "/" + c.name + ": " + why};
 }
 
 std::optional<SysError> CacheStore::drop(std::string_view key) const {

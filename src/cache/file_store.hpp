@@ -31,8 +31,8 @@ public:
   // Opens and fully verifies the entry of `key` at `address`.
   Lookup lookup(std::string_view key, const Inputs& address = std::nullopt) const override;
   Lookup peek(std::string_view key, const Inputs& address) const override;
-  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   Headers headers_of(std::string_view key) const override;
+  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override;
 
   // Removes every entry of `key`; absent is fine.
   std::optional<SysError> drop(std::string_view key) const override;

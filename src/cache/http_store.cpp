@@ -276,11 +276,8 @@ EntryStore::Headers HttpStore::headers_of(std::string_view key) const {
   return candidates;
 }
 
-Lookup HttpStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  auto candidates = headers_of(key);
-  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
-  return newest_readable(key, outputs, std::move(std::get<std::vector<StaleCandidate>>(candidates)),
-                         [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
+Lookup HttpStore::read_candidate(std::string_view key, const StaleCandidate& c) const {
+  return read_object_entry(reader(), key, c.name, signer_);
 }
 
 std::optional<SysError> HttpStore::drop(std::string_view key) const {

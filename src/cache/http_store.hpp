@@ -45,8 +45,8 @@ public:
   // The archive of --output PATHs extracted as the body comes (remote_object.hpp).
   Lookup lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const override;
   Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const override;
   Headers headers_of(std::string_view key) const override;
+  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override;
   std::optional<SysError> drop(std::string_view key) const override;
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,

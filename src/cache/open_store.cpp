@@ -209,6 +209,10 @@ public:
     if (down_) return down();
     return store_->headers_of(key);
   }
+  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override {
+    if (down_) return down();
+    return store_->read_candidate(key, c);
+  }
   std::optional<SysError> drop(std::string_view key) const override { return store_->drop(key); }
   std::variant<std::vector<ListedEntry>, SysError> list_entries() const override {
     return store_->list_entries();

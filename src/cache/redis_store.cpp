@@ -353,15 +353,10 @@ EntryStore::Headers RedisStore::headers_of(std::string_view key) const {
   return found;
 }
 
-Lookup RedisStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  auto candidates = headers_of(key);
-  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
-  auto& found = std::get<std::vector<StaleCandidate>>(candidates);
-  return newest_readable(key, outputs, std::move(found), [&](const StaleCandidate& c) {
-    // Served to whoever asks, whatever its inputs: read it as its own.
-    const Inputs address = c.header.address();
-    return read_entry(key, address, entry_key(key, address));
-  });
+Lookup RedisStore::read_candidate(std::string_view key, const StaleCandidate& c) const {
+  // Served to whoever asks, whatever its inputs: read it as its own.
+  const Inputs address = c.header.address();
+  return read_entry(key, address, entry_key(key, address));
 }
 
 std::variant<std::vector<ListedEntry>, SysError> RedisStore::list_entries() const {

@@ -176,11 +176,8 @@ EntryStore::Headers S3Store::headers_of(std::string_view key) const {
   return candidates;
 }
 
-Lookup S3Store::newest(std::string_view key, const std::vector<std::string>& outputs) const {
-  auto candidates = headers_of(key);
-  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
-  return newest_readable(key, outputs, std::move(std::get<std::vector<StaleCandidate>>(candidates)),
-                         [&](const StaleCandidate& c) { return read_object_entry(reader(), key, c.name, signer_); });
+Lookup S3Store::read_candidate(std::string_view key, const StaleCandidate& c) const {
+  return read_object_entry(reader(), key, c.name, signer_);
 }
 
 std::optional<SysError> S3Store::drop(std::string_view key) const {

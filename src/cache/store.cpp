@@ -51,6 +51,13 @@ Lookup newest_readable(std::string_view key, const std::vector<std::string>& out
   return corrupt;
 }
 
+Lookup EntryStore::newest(std::string_view key, const std::vector<std::string>& outputs) const {
+  Headers candidates = headers_of(key);
+  if (auto* l = std::get_if<Lookup>(&candidates)) return std::move(*l);
+  return newest_readable(key, outputs, std::move(std::get<std::vector<StaleCandidate>>(candidates)),
+                         [&](const StaleCandidate& c) { return read_candidate(key, c); });
+}
+
 namespace {
 
 std::string seconds_ago(std::int64_t then_ns, std::int64_t now_ns) {

@@ -218,8 +218,12 @@ public:
   // build lock, before it reads the entry with lookup() after the release.
   virtual Lookup peek(std::string_view key, const Inputs& address) const = 0;
   // The newest sound entry of `key` for any inputs, holding these --output
-  // PATHs (--stale-if-error, --warm), fully verified; newest_readable's rules.
-  virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const = 0;
+  // PATHs (--stale-if-error, --warm), fully verified: headers_of() weighed,
+  // then read_candidate() of each, newest first (newest_readable's rules).
+  virtual Lookup newest(std::string_view key, const std::vector<std::string>& outputs) const;
+  // newest()'s full, verified read of a candidate that headers_of() found,
+  // whatever its inputs.
+  virtual Lookup read_candidate(std::string_view key, const StaleCandidate& c) const = 0;
   // The headers of every entry of `key` (and of entries whose names collide
   // with it: check the key), for any inputs and outputs, in no order; only
   // headers are read (what newest() weighs first, and what --explain
