@@ -2,6 +2,7 @@
 
 #include "util/fd.hpp"
 #include "util/files.hpp"
+#include "util/packed_strings.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,17 +21,25 @@ struct Entry {
   std::string_view text;
 };
 
-constexpr std::array catalogue = {
+// Read at compile time only: what follows packs it (util/packed_strings.hpp).
+constexpr std::array catalogue_source = {
 #define BUFFERLOCK_MSG_ENTRY(key, text) Entry{#key, text},
     BUFFERLOCK_MESSAGES(BUFFERLOCK_MSG_ENTRY)
 #undef BUFFERLOCK_MSG_ENTRY
 };
 
+constexpr auto entry_fields = [](const Entry& e) { return std::array{e.key, e.text}; };
+constexpr auto catalogue =
+    pack_strings<packed_chars(catalogue_source, entry_fields)>(catalogue_source, entry_fields);
+
+std::string_view key_at(std::size_t i) { return catalogue.get(i, 0); }
+std::string_view default_text_at(std::size_t i) { return catalogue.get(i, 1); }
+
 std::array<std::optional<std::string>, catalogue.size()> overrides;
 
 std::string_view text_of(Msg m) {
   const auto i = static_cast<std::size_t>(m);
-  return overrides[i] ? std::string_view(*overrides[i]) : catalogue[i].text;
+  return overrides[i] ? std::string_view(*overrides[i]) : default_text_at(i);
 }
 
 std::string_view trim(std::string_view s) {
@@ -48,7 +57,7 @@ std::optional<std::string> unknown_placeholder(std::string_view text, std::size_
     const std::size_t close = text.find('}', pos);
     if (close == std::string_view::npos) return std::string(text.substr(pos));
     const std::string_view ph = text.substr(pos, close + 1 - pos);
-    if (catalogue[i].text.find(ph) == std::string_view::npos) return std::string(ph);
+    if (default_text_at(i).find(ph) == std::string_view::npos) return std::string(ph);
     pos = close + 1;
   }
   return std::nullopt;
@@ -56,7 +65,7 @@ std::optional<std::string> unknown_placeholder(std::string_view text, std::size_
 
 } // namespace
 
-std::string_view message_key(Msg m) { return catalogue[static_cast<std::size_t>(m)].key; }
+std::string_view message_key(Msg m) { return key_at(static_cast<std::size_t>(m)); }
 
 std::string message(Msg m, std::initializer_list<Placeholder> values) {
   return diag::substitute(text_of(m), std::span(values.begin(), values.size()));
@@ -113,7 +122,7 @@ void apply_message_overrides(std::string_view text, const std::string& path) {
     const std::string_view key = trim(line.substr(0, eq));
     const std::string_view value = trim(line.substr(eq + 1));
     std::size_t i = 0;
-    while (i < catalogue.size() && catalogue[i].key != key)
+    while (i < catalogue.size() && key_at(i) != key)
       ++i;
     if (i == catalogue.size()) {
       diag::warn(message(Msg::messages_unknown_key, {{"path", path}, {"line", line_text}, {"key", key}}));
@@ -130,9 +139,8 @@ void apply_message_overrides(std::string_view text, const std::string& path) {
 
 std::string list_messages() {
   std::string out;
-  for (const auto& e : catalogue) {
-    out.append(e.key).append(" = ").append(e.text).append("\n");
-  }
+  for (std::size_t i = 0; i < catalogue.size(); ++i)
+    out.append(key_at(i)).append(" = ").append(default_text_at(i)).append("\n");
   return out;
 }
 
