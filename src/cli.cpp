@@ -25,6 +25,7 @@
 #include "help.hpp"
 #include "lock/lease.hpp"
 #include "messages.hpp"
+#include "util/packed_strings.hpp"
 #include "util/size.hpp"
 
 #include <CLI/App.hpp>
@@ -153,7 +154,7 @@ constexpr std::string_view g_output = "Output"; // in both help texts: cache --l
 constexpr std::string_view g_messages = "Messages";
 
 // In --help order. Names accepted but not shown: see hidden_names.
-constexpr std::array<OptionDecl, 62> option_table = {{
+constexpr std::array<OptionDecl, 62> option_source = {{
     {Opt::dir, "-d,--dir", "DIR", g_backend, "file locks in DIR",
      "/run/lock/bufferlock-UID, else /tmp/bufferlock-UID", "BUFFERLOCK_DIR", Scope::backend},
     {Opt::redis, "-r,--redis", "URL", g_backend,
@@ -321,6 +322,51 @@ constexpr std::array<OptionDecl, 62> option_table = {{
      Scope::any},
 }};
 
+// The table as a run reads it: packed (util/packed_strings.hpp), so that its
+// strings cost the start no relocation; option_source is read at compile
+// time only.
+constexpr auto decl_strings = [](const OptionDecl& d) {
+  return std::array{d.names, d.value_name, d.group, d.description, d.default_text, d.env};
+};
+constexpr auto option_strings =
+    pack_strings<packed_chars(option_source, decl_strings)>(option_source, decl_strings);
+struct DeclRest {
+  Opt id;
+  Scope scope;
+  Commands commands;
+};
+constexpr auto option_rest = [] {
+  std::array<DeclRest, option_source.size()> out{};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = {option_source[i].id, option_source[i].scope, option_source[i].commands};
+  return out;
+}();
+
+// The declaration at `i`, by value; its strings are NUL-terminated.
+OptionDecl option_at(std::size_t i) {
+  const auto& s = option_strings;
+  const DeclRest& r = option_rest[i];
+  return {r.id, s.get(i, 0), s.get(i, 1), s.get(i, 2), s.get(i, 3), s.get(i, 4), s.get(i, 5), r.scope, r.commands};
+}
+
+// The packed table, read like the array it was: by index or in order.
+struct OptionTable {
+  struct Iterator {
+    std::size_t i;
+    OptionDecl operator*() const { return option_at(i); }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return i != o.i; }
+  };
+  static constexpr std::size_t size() { return option_source.size(); }
+  OptionDecl operator[](std::size_t i) const { return option_at(i); }
+  Iterator begin() const { return {0}; }
+  Iterator end() const { return {size()}; }
+};
+constexpr OptionTable option_table{};
+
 // Long names accepted for compatibility but not advertised in --help.
 constexpr std::array<std::string_view, 1> hidden_names = {"nb"};
 
@@ -346,16 +392,16 @@ std::string_view long_name(const OptionDecl& d) {
 }
 
 // The declaration a typed option word names ("--cache-dir=x", "-w"), if any.
-const OptionDecl* decl_named(std::string_view typed) {
-  for (const auto& d : option_table) {
+std::optional<OptionDecl> decl_named(std::string_view typed) {
+  for (const OptionDecl d : option_table) {
     std::string_view rest = d.names;
     while (!rest.empty()) {
       const std::size_t comma = rest.find(',');
-      if (rest.substr(0, comma) == typed) return &d;
+      if (rest.substr(0, comma) == typed) return d;
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 // Where each option is in the table, by its Opt (every Opt is declared once).
@@ -363,11 +409,11 @@ constexpr std::size_t option_count = option_table.size();
 constexpr std::array<std::size_t, option_count> make_table_index() {
   std::array<std::size_t, option_count> at{};
   for (std::size_t i = 0; i < option_count; ++i)
-    at[static_cast<std::size_t>(option_table[i].id)] = i;
+    at[static_cast<std::size_t>(option_source[i].id)] = i;
   return at;
 }
 constexpr std::array<std::size_t, option_count> table_index = make_table_index();
-static_assert(static_cast<std::size_t>(Opt::list) + 1 == option_table.size(), "an Opt without a declaration");
+static_assert(static_cast<std::size_t>(Opt::list) + 1 == option_source.size(), "an Opt without a declaration");
 
 std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)]; }
 
@@ -377,27 +423,27 @@ std::size_t index_of(Opt id) { return table_index[static_cast<std::size_t>(id)];
 constexpr int env_rank(const OptionDecl& d) {
   return d.id == Opt::store ? 0 : d.scope == Scope::backend ? 1 : 2;
 }
-constexpr std::size_t env_count = std::count_if(option_table.begin(), option_table.end(),
+constexpr std::size_t env_count = std::count_if(option_source.begin(), option_source.end(),
                                                 [](const OptionDecl& d) { return !d.env.empty(); });
 constexpr std::array<std::size_t, env_count> env_order = [] {
   std::array<std::size_t, env_count> out{};
   std::size_t n = 0;
   for (const int rank : {0, 1, 2})
-    for (std::size_t i = 0; i < option_table.size(); ++i)
-      if (!option_table[i].env.empty() && env_rank(option_table[i]) == rank) out[n++] = i;
+    for (std::size_t i = 0; i < option_source.size(); ++i)
+      if (!option_source[i].env.empty() && env_rank(option_source[i]) == rank) out[n++] = i;
   return out;
 }();
 
 // Every variable is one of ours, the prefix that EnvLookup::ours holds.
-static_assert(std::all_of(option_table.begin(), option_table.end(), [](const OptionDecl& d) {
+static_assert(std::all_of(option_source.begin(), option_source.end(), [](const OptionDecl& d) {
   return d.env.empty() || d.env.starts_with("BUFFERLOCK_");
 }));
 
 // The declaration of option `id`.
-const OptionDecl& decl_of(Opt id) { return option_table[index_of(id)]; }
+OptionDecl decl_of(Opt id) { return option_table[index_of(id)]; }
 
-// The variable that stands in for option `id`, as the table names it (a
-// string literal, so its data() ends with a NUL).
+// The variable that stands in for option `id`, as the table names it (its
+// data() ends with a NUL: see option_at).
 const char* env_of(Opt id) { return decl_of(id).env.data(); }
 
 // Options of `cache` alone are unknown to the other subcommands.
@@ -503,7 +549,7 @@ void redis_urls_from_env(Parsed& p, std::string_view list) {
 void apply(Parsed& p, const OptionDecl& decl, std::string_view typed, std::string_view value) {
   Options& o = p.opts;
   const bool from_env = !decl.env.empty() && typed == decl.env;
-  (from_env ? p.from_env : p.given)[static_cast<std::size_t>(&decl - option_table.data())] = true;
+  (from_env ? p.from_env : p.given)[index_of(decl.id)] = true;
   const bool redis_option = decl.scope == Scope::redis || decl.scope == Scope::tls ||
                             (decl.scope == Scope::tls_or_store && o.command != Command::cache);
   if (redis_option && p.first_redis_option.empty()) p.first_redis_option = typed;
@@ -690,13 +736,15 @@ CLI::Option* declare(CLI::App& app, const OptionDecl& decl, Parsed* p) {
   const std::string names(decl.names);
   CLI::Option* opt = nullptr;
   if (decl.value_name.empty()) {
-    opt = app.add_flag_callback(names, [p, &decl] {
-      if (p) apply(*p, decl, long_name(decl), {});
+    opt = app.add_flag_callback(names, [p, id = decl.id] {
+      const OptionDecl d = decl_of(id); // by value: the packed table holds no OptionDecl
+      if (p) apply(*p, d, long_name(d), {});
     });
     opt->disable_flag_override(); // --close=VALUE is an error (see mark_equals)
   } else {
-    opt = app.add_option_function<std::string>(names, [p, &decl](const std::string& value) {
-      if (p) apply(*p, decl, long_name(decl), unmark(value));
+    opt = app.add_option_function<std::string>(names, [p, id = decl.id](const std::string& value) {
+      const OptionDecl d = decl_of(id);
+      if (p) apply(*p, d, long_name(d), unmark(value));
     });
     opt->type_name(std::string(decl.value_name));
   }
@@ -898,7 +946,7 @@ void fill_from_environment(Parsed& p, const EnvLookup& getenv) {
   for (const std::size_t i : env_order) {
     const OptionDecl& d = option_table[i];
     if (!set[i] || p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
-    const char* v = env_value(getenv, d.env.data()); // a string literal: NUL-terminated
+    const char* v = env_value(getenv, d.env.data()); // NUL-terminated (option_at)
     if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
     if (d.value_name.empty() && v != std::string_view("1"))
       usage(Msg::usage_bad_env, {{"option", d.env}, {"value", v}});
@@ -1049,14 +1097,14 @@ void check_redis_store(Parsed& p, const EnvLookup& getenv) {
 // --also; --json).
 // Only the few options that some subcommand of a KEY refuses are looked at.
 constexpr std::size_t narrow_count =
-    std::count_if(option_table.begin(), option_table.end(), [](const OptionDecl& d) {
+    std::count_if(option_source.begin(), option_source.end(), [](const OptionDecl& d) {
       return (d.commands & subcommands_of_a_key) != subcommands_of_a_key;
     });
 constexpr std::array<std::size_t, narrow_count> narrow_options = [] {
   std::array<std::size_t, narrow_count> out{};
   std::size_t n = 0;
-  for (std::size_t i = 0; i < option_table.size(); ++i)
-    if ((option_table[i].commands & subcommands_of_a_key) != subcommands_of_a_key) out[n++] = i;
+  for (std::size_t i = 0; i < option_source.size(); ++i)
+    if ((option_source[i].commands & subcommands_of_a_key) != subcommands_of_a_key) out[n++] = i;
   return out;
 }();
 
@@ -1123,7 +1171,7 @@ std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* a
   auto it = rest.begin();
   if (it != rest.end() && *it != "--" && looks_like_option(*it)) {
     const std::string typed = it->substr(0, it->find('='));
-    const OptionDecl* d = decl_named(typed);
+    const std::optional<OptionDecl> d = decl_named(typed);
     if (d && cache_only(*d)) usage(Msg::usage_cache_option, {{"option", typed}});
     usage(Msg::usage_unknown_option, {{"option", typed}});
   }
