@@ -10,7 +10,6 @@
 #include "run/command.hpp"
 #include "util/files.hpp"
 
-#include <cstdlib>
 #include <string_view>
 
 namespace bufferlock {
@@ -22,6 +21,7 @@ struct StoreRequest {
   const CacheSettings& cache;
   const RedisLockSettings& redis;
   const std::string& cache_dir;
+  const s3::EnvLookup& getenv;
 };
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
@@ -65,7 +65,7 @@ Opened open_http(const StoreRequest& r) {
 // usage error naming where it was looked for (never a secret).
 Opened open_s3(const StoreRequest& r) {
   const std::string& url = r.cache.store_s3;
-  const s3::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  const s3::EnvLookup& env = r.getenv;
   const auto refused = [&](const std::string& why) -> Opened {
     return message(Msg::usage_s3_settings, {{"server", url}, {"error", why}});
   };
@@ -187,11 +187,12 @@ private:
 } // namespace
 
 std::variant<std::unique_ptr<EntryStore>, std::string>
-open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir) {
+open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir,
+           const s3::EnvLookup& getenv) {
   const std::string_view scheme = scheme_of(cache);
   for (const Scheme& s : schemes) {
     if (s.scheme != scheme) continue;
-    Opened made = s.open(StoreRequest{cache, redis, cache_dir});
+    Opened made = s.open(StoreRequest{cache, redis, cache_dir, getenv});
     if (auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made))
       return std::make_unique<DownForRun>(std::move(*store));
     return made;

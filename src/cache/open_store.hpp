@@ -6,6 +6,7 @@
 
 #include "cache/store.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -16,10 +17,13 @@ struct CacheSettings;
 struct RedisLockSettings;
 
 // The store of `cache`; `cache_dir` is the cache directory (the file
-// store's entries). An error (a usage error's text: a --store-token-file
-// that cannot be read) when it cannot be made.
+// store's entries); `getenv` looks up the environment (null when unset),
+// which only an S3 store reads (its AWS settings), injected so that tests
+// need no real one. An error (a usage error's text: a --store-token-file
+// that cannot be read, no AWS credentials) when it cannot be made.
 std::variant<std::unique_ptr<EntryStore>, std::string>
-open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir);
+open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir,
+           const std::function<const char*(const char*)>& getenv);
 
 // Makes the cache directory (its locks, its stat cache, the file store's
 // entries): with its parents, the last component 0700; an error too when it
