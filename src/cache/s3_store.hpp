@@ -20,6 +20,8 @@
 // policy without s3:ListBucket answers 403 for a missing key), are misses.
 // Listing (--list, --drop, --gc) is ListObjectsV2; an object under PREFIX
 // that is not named as an entry, or whose tail is no entry's, is none.
+// Objects go by DELETE one at a time, by DeleteObjects (1,000 keys a
+// request) when more go at once.
 #pragma once
 
 #include "cache/remote_object.hpp"
@@ -70,7 +72,15 @@ private:
   const ObjectReader& reader() const { return *reader_; }
   // The entry objects whose names start with `start`, with their headers.
   std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view start) const;
-  std::optional<SysError> remove(const std::string& object, const EntryHeader* h, std::string_view why) const;
+  // Removes `doomed` (each with why it goes), saying each one removed.
+  struct Doomed {
+    ObjectHead head;
+    std::string why;
+  };
+  std::optional<SysError> remove(const std::vector<Doomed>& doomed) const;
+  std::optional<SysError> remove_one(const Doomed& d) const;
+  std::optional<SysError> remove_batch(const std::vector<Doomed>& doomed) const;
+  void say_gone(const Doomed& d) const;
 
   std::string display_; // s3://BUCKET/PREFIX
   mutable s3::Client client_;

@@ -240,6 +240,35 @@ SH
     assert_equal "$(s3_keys | wc -l)" 1100
 }
 
+@test "--gc and --drop removing many objects: DeleteObjects, one request per 1,000 keys, no DELETE each; awscli lists none of them after" {
+    local i dir="$S3_DIR/data/$S3_BUCKET/$S3_T"
+    mkdir -p "$dir"
+    # 1,100 objects named as entries that are none: --gc removes every one.
+    for ((i = 1; i <= 1100; i++)); do
+        printf x >"$dir/$(printf '%032x' "$i").entry._S3rver_object"
+    done
+    bls "$K" echo kept >/dev/null
+    start_s3_fault_server
+    AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT run --separate-stderr bls -v --gc --max-size 1G
+    assert_success
+    assert_equal "$(grep -c ', object .*: corrupt$' <<<"$stderr")" 1100
+    assert_equal "$(s3_fault_requests | grep -cE '^POST [^ ]*[?&]delete[=& ].* 200$')" 2
+    assert_equal "$(s3_fault_requests | grep -c '^DELETE ')" 0
+    assert_equal "$(s3_keys)" "$(s3_obj "$K")"
+    # --drop of a key with entries of two input states: one request.
+    printf 'v1\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo one >/dev/null
+    printf 'v2\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo two >/dev/null
+    : >"$S3_FAULT_LOG"
+    AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(s3_fault_requests | grep -cE '^POST [^ ]*[?&]delete[=& ].* 200$')" 1
+    assert_equal "$(s3_fault_requests | grep -c '^DELETE ')" 0
+    assert_equal "$(s3_keys)" ""
+}
+
 @test "--gc --max-size removes the oldest entries until the store is under the size; --max-age the older ones" {
     head -c 102400 /dev/urandom >"$T/payload"
     local i
