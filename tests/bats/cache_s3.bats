@@ -110,7 +110,7 @@ s3_obj() {
     bls "$K" "$(big_then_gate "$T/20m")" >"$T/out" 2>"$T/err" &
     local pid=$!
     track_pid "$pid"
-    poll_until 20 _upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
+    poll_until 20 s3_upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
     [[ $(s3_keys) == '' ]] || fail "an object before the command ended: $(s3_keys)"
     open_gate
     wait "$pid" || fail "the build failed: $(cat "$T/err")"
@@ -124,23 +124,6 @@ s3_obj() {
     assert_runs 1
 }
 
-_upload_under_way() { [[ -n $(s3_uploads) ]]; }
-
-# big_then_gate FILE: a command (its path printed) that counts a run, prints
-# FILE, waits for open_gate, prints "end".
-big_then_gate() {
-    cat >"$T/bin/big" <<SH
-#!/bin/sh
-echo "\$\$" >>'$RUNS'
-cat '$1'
-i=0
-while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
-echo end
-SH
-    chmod +x "$T/bin/big"
-    printf '%s\n' "$T/bin/big"
-}
-
 @test "a failing command over one part: the multipart upload is aborted, no object and no upload left" {
     head -c $((20 << 20)) /dev/urandom >"$T/20m"
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/20m'; exit 3"
@@ -151,18 +134,17 @@ SH
     assert_equal "$(s3_uploads)" ''
 }
 
-@test "INT or TERM during a multipart upload: aborted, exit 128+N, no object and no upload left" {
+@test "INT, TERM or HUP during a multipart upload: aborted, exit 128+N, no object and no upload left" {
     head -c $((20 << 20)) /dev/urandom >"$T/20m"
     local sig want pid
-    for sig in INT TERM; do
-        want=130
-        [[ $sig == TERM ]] && want=143
+    for sig in INT TERM HUP; do
+        case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
         rm -f "$T/gate"
         (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/20m")") \
             </dev/null >"$T/out" 2>"$T/err" 3>&- &
         pid=$!
         track_pid "$pid"
-        poll_until 20 _upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"
+        poll_until 20 s3_upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"
         kill "-$sig" "$pid"
         wait_for_exit "$pid" 20 || fail "SIG$sig did not end bufferlock"
         reap "$pid"

@@ -122,6 +122,24 @@ s3_uploads() {
         --prefix "$S3_T/" --query 'Uploads[].Key' --output text | grep -v '^None$' || true
 }
 
+# s3_upload_under_way: a multipart upload is under way under the test's prefix.
+s3_upload_under_way() { [[ -n $(s3_uploads) ]]; }
+
+# big_then_gate FILE: a command (its path printed) that counts a run in
+# RUNS (cache_helpers), prints FILE, waits for open_gate, prints "end".
+big_then_gate() {
+    cat >"$T/bin/big" <<SH
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+cat '$1'
+i=0
+while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+echo end
+SH
+    chmod +x "$T/bin/big"
+    printf '%s\n' "$T/bin/big"
+}
+
 # s3_object_file KEY: where the server keeps KEY's bytes.
 s3_object_file() {
     printf '%s/data/%s/%s._S3rver_object\n' "$S3_DIR" "$S3_BUCKET" "$1"
@@ -183,7 +201,7 @@ start_s3_fault_server() {
 }
 
 # s3_fault MODE [METHOD [COUNT]]: what the fault server breaks from now on
-# (s3_fault_server.py: pass e500 slowdown denied stall cut nochunk).
+# (s3_fault_server.py: pass e500 slowdown denied skewed stall cut nochunk).
 s3_fault() {
     printf '%s\n' "$*" >"$S3_FAULT_CONTROL"
 }
