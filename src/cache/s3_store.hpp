@@ -7,7 +7,11 @@
 // An entry up to one part (part_size) goes up as one PUT once the build
 // is over; a larger one as a multipart upload begun with its first full
 // part, each part sent before the build goes on (one part in flight: the
-// build's memory is one part and libcurl's buffers), completed by
+// build's memory is one part and libcurl's buffers). Parts are large
+// because a server's multipart cost grows with their number (s3rver
+// stores each part, then copies them all into the object), and one in
+// flight because a second one measured no faster there (bench/s3.sh's
+// note); completed by
 // publish(), aborted when the build fails, outgrows --max-entry, is
 // stopped by a signal or loses its lock: no object a reader could take for
 // an entry, no parts left behind. Object bodies are sent UNSIGNED-PAYLOAD
@@ -36,8 +40,9 @@ namespace bufferlock {
 
 class S3Store final : public EntryStore {
 public:
-  // S3's smallest part is 5 MiB; one part is held in memory by a build.
-  static constexpr std::size_t part_size = 8 * 1024 * 1024;
+  // S3's smallest part is 5 MiB; one part is held in memory by a build
+  // (peak RSS about 50 MiB, under the 64 MiB bound).
+  static constexpr std::size_t part_size = 32 * 1024 * 1024;
 
   // `uses`: where hits record their last use (the -r Redis), if anywhere.
   explicit S3Store(s3::Settings settings, std::unique_ptr<ObjectUses> uses = nullptr);

@@ -105,9 +105,9 @@ s3_obj() {
     assert_runs 2
 }
 
-@test "an output over one part (8 MiB) goes up as a multipart upload while the command runs, completed after it; the hit is whole" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
-    bls "$K" "$(big_then_gate "$T/20m")" >"$T/out" 2>"$T/err" &
+@test "an output over one part (32 MiB) goes up as a multipart upload while the command runs, completed after it; the hit is whole" {
+    s3_multipart_file "$T/big"
+    bls "$K" "$(big_then_gate "$T/big")" >"$T/out" 2>"$T/err" &
     local pid=$!
     track_pid "$pid"
     poll_until 20 s3_upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
@@ -125,22 +125,22 @@ s3_obj() {
 }
 
 @test "a failing command over one part: the multipart upload is aborted, no object and no upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
-    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/20m'; exit 3"
+    s3_multipart_file "$T/big"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/big'; exit 3"
     assert_failure 3
     assert_stderr_empty
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "$(s3_keys)" ''
     assert_equal "$(s3_uploads)" ''
 }
 
 @test "INT, TERM or HUP during a multipart upload: aborted, exit 128+N, no object and no upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     local sig want pid
     for sig in INT TERM HUP; do
         case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
         rm -f "$T/gate"
-        (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/20m")") \
+        (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/big")") \
             </dev/null >"$T/out" 2>"$T/err" 3>&- &
         pid=$!
         track_pid "$pid"
@@ -203,12 +203,8 @@ s3_obj() {
 }
 
 @test "a listing past 1,000 keys (ListObjectsV2's page): an entry on the second page is listed, dropped and kept apart from the rest" {
-    local i dir="$S3_DIR/data/$S3_BUCKET/$S3_T"
-    mkdir -p "$dir"
     # Foreign objects whose names sort before any entry's.
-    for ((i = 1; i <= 1100; i++)); do
-        printf x >"$dir/$(printf '000000-%04d' "$i")._S3rver_object"
-    done
+    s3_bulk_objects "$S3_T" 1100 '000000-%04d'
     bls "$K" echo one >/dev/null
     run --separate-stderr bls --list
     assert_success
@@ -223,12 +219,8 @@ s3_obj() {
 }
 
 @test "--gc and --drop removing many objects: DeleteObjects, one request per 1,000 keys, no DELETE each; awscli lists none of them after" {
-    local i dir="$S3_DIR/data/$S3_BUCKET/$S3_T"
-    mkdir -p "$dir"
     # 1,100 objects named as entries that are none: --gc removes every one.
-    for ((i = 1; i <= 1100; i++)); do
-        printf x >"$dir/$(printf '%032x' "$i").entry._S3rver_object"
-    done
+    s3_bulk_objects "$S3_T" 1100 '%032x.entry'
     bls "$K" echo kept >/dev/null
     start_s3_fault_server
     AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT run --separate-stderr bls -v --gc --max-size 1G
@@ -288,12 +280,12 @@ s3_obj() {
 }
 
 @test "--max-entry met during a multipart upload: the output served whole, one warning, the upload aborted, nothing left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" \
-        --max-entry 12M "$K" cat "$T/20m"
+        --max-entry "$((S3_PART_MIB * 3 / 2))M" "$K" cat "$T/big"
     assert_success
-    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry (12582912 bytes)"
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry ($((S3_PART_MIB * 3 / 2 << 20)) bytes)"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "$(s3_keys)" ''
     assert_equal "$(s3_uploads)" ''
 }

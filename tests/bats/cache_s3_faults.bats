@@ -85,12 +85,12 @@ read_fault_rebuilds() {
 }
 
 @test "503 SlowDown on every upload: the output served, one warning (not stored), no object, no multipart upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     s3_fault slowdown PUT
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" env AWS_ENDPOINT_URL="$S3_FAULT_ENDPOINT" \
-        "$BL" cache --cache-dir "$C" --store "$S3_STORE" --store-timeout 2 "$K" cat "$T/20m"
+        "$BL" cache --cache-dir "$C" --store "$S3_STORE" --store-timeout 2 "$K" cat "$T/big"
     assert_success
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "${#stderr_lines[@]}" 1
     assert_regex "$stderr" "^bufferlock: output of '$K' not stored: S3 store .*: HTTP status 503 \(SlowDown\)\$"
     assert_equal "$(s3_keys)" ''
@@ -109,11 +109,11 @@ read_fault_rebuilds() {
     done
 }
 
-@test "a server that refuses chunked PUTs (as S3 does): a 20 MiB entry still goes up, its parts with their lengths" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+@test "a server that refuses chunked PUTs (as S3 does): an entry of three parts still goes up, its parts with their lengths" {
+    s3_multipart_file "$T/big"
     s3_fault nochunk
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" env AWS_ENDPOINT_URL="$S3_FAULT_ENDPOINT" \
-        "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" cat "$T/20m"
+        "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" cat "$T/big"
     assert_success
     assert_stderr_empty
     run s3_fault_requests
@@ -122,11 +122,11 @@ read_fault_rebuilds() {
     assert_equal "$(s3_keys)" "$S3_T/$(key_md5 "$K").entry"
     run --separate-stderr bash -c '"$@" >"$0"' "$T/hit" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" false
     assert_success
-    assert_same_bytes "$T/20m" "$T/hit"
+    assert_same_bytes "$T/big" "$T/hit"
 }
 
 @test "RequestTimeTooSkewed: on read one warning naming the clock, no upload tried; on a part, the upload aborted, one warning; never the secret, nothing left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     s3_fault skewed GET
     run --separate-stderr blf "$K" "$COUNTED" 0 built
     assert_success
@@ -140,9 +140,9 @@ read_fault_rebuilds() {
     : >"$S3_FAULT_LOG"
     s3_fault skewed PUT
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" env AWS_ENDPOINT_URL="$S3_FAULT_ENDPOINT" \
-        "$BL" cache --cache-dir "$C" --store "$S3_STORE" --force "$K" cat "$T/20m"
+        "$BL" cache --cache-dir "$C" --store "$S3_STORE" --force "$K" cat "$T/big"
     assert_success
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "${#stderr_lines[@]}" 1
     assert_regex "$stderr" "^bufferlock: output of '$K' not stored: S3 store .*: HTTP status 403 \(RequestTimeTooSkewed: this machine's clock is too far off\)\$"
     [[ $stderr != *"$S3_SECRET"* ]] || fail "the secret in: $stderr"
@@ -154,11 +154,11 @@ read_fault_rebuilds() {
 }
 
 @test "the Redis lock lost during a multipart upload (--on-lost term): the command stopped, the upload aborted, no object and no upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     start_redis_as LR || fail "no redis-server"
     local pid
     (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" -r "$LR_URL" --ttl 1 --on-lost term \
-        "$K" "$(big_then_gate "$T/20m")") </dev/null >"$T/out" 2>"$T/err" 3>&- &
+        "$K" "$(big_then_gate "$T/big")") </dev/null >"$T/out" 2>"$T/err" 3>&- &
     pid=$!
     track_pid "$pid"
     poll_until 20 s3_upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"

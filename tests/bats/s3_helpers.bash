@@ -122,6 +122,16 @@ s3_uploads() {
         --prefix "$S3_T/" --query 'Uploads[].Key' --output text | grep -v '^None$' || true
 }
 
+# The S3 store's part size in MiB (S3Store::part_size; the man page's S3
+# STORE): an output over it is a multipart upload.
+S3_PART_MIB=32
+
+# s3_multipart_file PATH: random bytes of two parts and a half at PATH: a
+# multipart upload of three parts.
+s3_multipart_file() {
+    head -c $((S3_PART_MIB * 5 / 2 << 20)) /dev/urandom >"$1"
+}
+
 # s3_upload_under_way: a multipart upload is under way under the test's prefix.
 s3_upload_under_way() { [[ -n $(s3_uploads) ]]; }
 
@@ -145,15 +155,17 @@ s3_object_file() {
     printf '%s/data/%s/%s._S3rver_object\n' "$S3_DIR" "$S3_BUCKET" "$1"
 }
 
-# s3_bulk_objects PREFIX N: N small objects PREFIX/o0001... made on the
-# server's disk directly, as the server keeps them (thousands of PUTs would
-# take minutes): for listings past S3's page of 1,000 keys.
+# s3_bulk_objects PREFIX N [FORMAT]: N small objects PREFIX/o0001... (their
+# names printf's FORMAT of 1..N, default o%04d) made on the server's disk
+# directly, as the server keeps them (thousands of PUTs would take
+# minutes): for listings and removals past S3's 1,000 keys a request.
 s3_bulk_objects() {
     local dir i
     dir="$S3_DIR/data/$S3_BUCKET/$1"
     mkdir -p "$dir" || return 1
     for ((i = 1; i <= $2; i++)); do
-        printf '%s' "$i" >"$dir/$(printf 'o%04d' "$i")._S3rver_object" || return 1
+        # shellcheck disable=SC2059 # the format is the caller's
+        printf '%s' "$i" >"$dir/$(printf "${3:-o%04d}" "$i")._S3rver_object" || return 1
     done
 }
 
