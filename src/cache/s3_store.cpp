@@ -185,6 +185,7 @@ std::optional<SysError> S3Store::remove_one(const Doomed& d) const {
 // refused is the error.
 std::optional<SysError> S3Store::remove_batch(const std::vector<Doomed>& doomed) const {
   std::vector<std::string> keys;
+  keys.reserve(doomed.size());
   for (const Doomed& d : doomed) keys.push_back(d.head.name);
   std::vector<std::pair<std::string, std::string>> refused;
   const s3::Reply r = client_.del_many(keys, refused);
@@ -225,6 +226,7 @@ std::optional<SysError> S3Store::drop(std::string_view key) const {
   if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_key(key); }))
     all.push_back({object_key(key), std::nullopt});
   std::vector<Doomed> doomed;
+  doomed.reserve(all.size());
   for (ObjectHead& h : all) doomed.push_back({std::move(h), "dropped"});
   return remove(doomed);
 }

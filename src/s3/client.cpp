@@ -143,13 +143,13 @@ Reply Client::once(const Call& c) {
   x.method = c.method;
   x.url = t.url;
   if (!c.query.empty()) x.url += "?" + canonical_query(c.query);
-  for (const auto& [name, value] : c.headers) x.headers.push_back(name + ": " + value);
-  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) {
-    std::string header = std::move(name);
+  const auto add_header = [&x](std::string header, std::string_view value) {
     header += ": ";
     header += value;
     x.headers.push_back(std::move(header));
-  }
+  };
+  for (const auto& [name, value] : c.headers) add_header(name, value);
+  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) add_header(std::move(name), value);
   if (!c.range.empty()) x.headers.push_back("Range: bytes=" + std::string(c.range));
   x.data = c.data;
   x.fd = c.fd;
