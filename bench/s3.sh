@@ -8,8 +8,11 @@
 #
 # (a) store: a --force build whose command prints a 500 MiB incompressible
 #     file (`cat blob`), stored as a multipart upload while it runs, vs
-#     `curl -T blob` (one unsigned PUT: the server takes those) and
-#     `aws s3 cp blob` (what users would otherwise run)
+#     `curl -T blob` (one unsigned PUT: the server takes those), `aws s3 cp
+#     blob` (what users would otherwise run) and curlMP: the same multipart
+#     sequence as bufferlock's by hand with curl (create, one PUT per part of
+#     PART_MIB, split beforehand, complete), the server's own floor for a
+#     streamed store, whose parts the server stores and then copies again
 # (b) restore: a hit of that entry (ranged GETs into an unnamed file,
 #     verified, then written to a file), vs `curl -o` of the same object and
 #     `aws s3 cp` of it to a file
@@ -19,7 +22,7 @@
 # Environment: BUFFERLOCK_BIN (default <repo>/build/bufferlock), CC (cc),
 # BUFFERLOCK_S3RVER_MODULES (the node_modules holding @20minutes/s3rver;
 # default <repo>/.test-deps/s3rver/node_modules, made by ./build.sh deps),
-# SIZE_MIB (500).
+# SIZE_MIB (500), PART_MIB (32: the store's part size).
 # Exit status: 0 unless a run or a check failed (a restore that differs).
 set -euo pipefail
 
@@ -29,6 +32,7 @@ bench_args "$@"
 
 if ((quick)); then ROUNDS=1; else ROUNDS=3; fi
 SIZE_MIB=${SIZE_MIB:-500}
+PART_MIB=${PART_MIB:-32}
 MODULES=${BUFFERLOCK_S3RVER_MODULES:-$repo/.test-deps/s3rver/node_modules}
 BUCKET=bl-bench
 TARGET_FMT='  %-48s %9s   target %-2s %-7s %s\n'
@@ -76,13 +80,31 @@ export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER
 STORE=s3://$BUCKET/b
 OBJ=b/$(printf %s k | md5sum | cut -c1-32).entry
 head -c "${SIZE_MIB}M" /dev/urandom >"$tmp/blob"
+mkdir "$tmp/parts"
+split -a 4 -d -b "${PART_MIB}M" "$tmp/blob" "$tmp/parts/"
+# The multipart sequence by hand (unsigned: the server takes those).
+cat >"$tmp/multipart.sh" <<'SH'
+set -eu
+curl=$1 url=$2 parts=$3
+id=$("$curl" -s -f -X POST "$url?uploads" | sed -n 's:.*<UploadId>\(.*\)</UploadId>.*:\1:p')
+xml="<CompleteMultipartUpload>"
+n=0
+for part in "$parts"/*; do
+    n=$((n + 1))
+    etag=$("$curl" -s -f -D - -o /dev/null -T "$part" "$url?partNumber=$n&uploadId=$id" |
+        tr -d '\r' | sed -n 's/^[Ee][Tt][Aa][Gg]: //p')
+    xml="$xml<Part><PartNumber>$n</PartNumber><ETag>$etag</ETag></Part>"
+done
+"$curl" -s -f -o /dev/null -X POST --data-binary "$xml</CompleteMultipartUpload>" "$url?uploadId=$id"
+SH
 
-# tools: put (bufferlock store), curlT, awsup; get (bufferlock restore), curlO, awsdown
+# tools: put (bufferlock store), curlT, curlMP, awsup; get (bufferlock restore), curlO, awsdown
 cmd_a() {
     OUT=null
     case $1 in
         put) CMD=("$BL" cache --cache-dir "$tmp/c" --store "$STORE" --force k -- cat "$tmp/blob") ;;
         curlT) CMD=("$CURL" -s -f -o /dev/null -T "$tmp/blob" "$ENDPOINT/$BUCKET/raw.bin") ;;
+        curlMP) CMD=(/bin/sh "$tmp/multipart.sh" "$CURL" "$ENDPOINT/$BUCKET/mp.bin" "$tmp/parts") ;;
         awsup) CMD=("$AWS" --endpoint-url "$ENDPOINT" s3 cp --only-show-errors "$tmp/blob" "s3://$BUCKET/aws.bin") ;;
         get) CMD=(/bin/sh -c "exec '$BL' cache --cache-dir '$tmp/c2' --store '$STORE' k -- false >'$tmp/got'") ;;
         curlO) CMD=("$CURL" -s -f -o "$tmp/got.curl" "$ENDPOINT/$BUCKET/$OBJ") ;;
@@ -103,18 +125,21 @@ report() { # LABEL REFERENCE TOOL...
     done
 }
 
-report "(a) store, $SIZE_MIB MiB incompressible" curlT put curlT awsup
+report "(a) store, $SIZE_MIB MiB incompressible" curlT put curlT curlMP awsup
 put_ratio=$(ratio "${a_med[put]}" "${a_med[curlT]}")
+floor_ratio=$(ratio "${a_med[curlMP]}" "${a_med[curlT]}")
+put_floor_ratio=$(ratio "${a_med[put]}" "${a_med[curlMP]}")
 put_rss=${a_rss[put]}
 report "(b) restore, $SIZE_MIB MiB incompressible" curlO get curlO awsdown
 get_ratio=$(ratio "${a_med[get]}" "${a_med[curlO]}")
 get_rss=${a_rss[get]}
 cmp -s "$tmp/blob" "$tmp/got" || err "(b) the restored output differs from what was stored"
-echo "  (put = bufferlock cache --force storing \`cat blob\`: 8 MiB parts, one in flight; get = a hit"
+echo "  (put = bufferlock cache --force storing \`cat blob\`: ${PART_MIB} MiB parts, one in flight; get = a hit"
 echo "   of it written to a file; object $(stat -c %s "$tmp/data/$BUCKET/$OBJ._S3rver_object" 2>/dev/null || echo '?') bytes)"
 
 hr summary
 target "(a) store: bufferlock / curl -T" "$put_ratio" "<=" 1.3
+note "(a) the server's multipart floor, curlMP / curl -T: $floor_ratio; bufferlock / curlMP: $put_floor_ratio"
 target "(a) store: peak RSS MiB" "$(awk -v k="$put_rss" 'BEGIN { printf "%.1f", k / 1024 }')" "<=" 64
 target "(b) restore: bufferlock / curl -o" "$get_ratio" "<=" 1.3
 target "(b) restore: peak RSS MiB" "$(awk -v k="$get_rss" 'BEGIN { printf "%.1f", k / 1024 }')" "<=" 64

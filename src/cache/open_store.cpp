@@ -15,7 +15,6 @@
 #include "util/files.hpp"
 #include "util/md5.hpp"
 
-#include <cstdlib>
 #include <string_view>
 
 namespace bufferlock {
@@ -27,6 +26,7 @@ struct StoreRequest {
   const CacheSettings& cache;
   const RedisLockSettings& redis;
   const std::string& cache_dir;
+  const s3::EnvLookup& getenv;
 };
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
@@ -70,7 +70,7 @@ Opened open_http(const StoreRequest& r) {
 // usage error naming where it was looked for (never a secret).
 Opened open_s3(const StoreRequest& r) {
   const std::string& url = r.cache.store_s3;
-  const s3::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  const s3::EnvLookup& env = r.getenv;
   const auto refused = [&](const std::string& why) -> Opened {
     return message(Msg::usage_s3_settings, {{"server", url}, {"error", why}});
   };
@@ -273,9 +273,10 @@ bool store_talks_tls(const CacheSettings& c) {
 }
 
 std::variant<std::unique_ptr<EntryStore>, std::string>
-open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir) {
+open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir,
+           const s3::EnvLookup& getenv) {
   const Scheme& s = scheme_of(cache);
-  const StoreRequest r{cache, redis, cache_dir};
+  const StoreRequest r{cache, redis, cache_dir, getenv};
   Opened made = s.open(r);
   auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made);
   if (!store) return made;

@@ -8,6 +8,7 @@
 
 #include "cache/store.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,10 +48,13 @@ const StoreTraits& store_traits(const CacheSettings& c);
 bool store_talks_tls(const CacheSettings& c);
 
 // The store of `cache`; `cache_dir` is the cache directory (the file
-// store's entries). An error (a usage error's text: a --store-token-file
-// that cannot be read) when it cannot be made.
+// store's entries); `getenv` looks up the environment (null when unset),
+// which only an S3 store reads (its AWS settings), injected so that tests
+// need no real one. An error (a usage error's text: a --store-token-file
+// that cannot be read, no AWS credentials) when it cannot be made.
 std::variant<std::unique_ptr<EntryStore>, std::string>
-open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir);
+open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir,
+           const std::function<const char*(const char*)>& getenv);
 
 // Makes the cache directory (its locks, its stat cache, the file store's
 // entries): with its parents, the last component 0700; an error too when it

@@ -891,7 +891,8 @@ int cache_main(const CacheRequest& o) {
   // A build holds no lock the command could use: it gets no lock variables.
   scrub_lock_env();
   const std::string cache_dir = cache_dir_of(o);
-  auto opened = open_store(o.cache, o.redis, cache_dir);
+  auto opened =
+      open_store(o.cache, o.redis, cache_dir, [](const char* name) -> const char* { return ::getenv(name); });
   if (auto* why = std::get_if<std::string>(&opened)) {
     diag::error(message(Msg::usage_hint, {{"error", *why}}));
     return exit_code::usage;

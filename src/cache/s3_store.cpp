@@ -157,13 +157,44 @@ std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view 
   return out;
 }
 
-std::optional<SysError> S3Store::remove(const std::string& object, const EntryHeader* h,
-                                        std::string_view why) const {
-  const s3::Reply r = client_.del(object);
+void S3Store::say_gone(const Doomed& d) const {
+  const EntryHeader* h = d.head.header ? &*d.head.header : nullptr;
+  say_removed(h, h ? where(h->key, h->address()) : "S3 store " + display_ + ", object " + d.head.name,
+              h ? stored_size(*h) : 0, d.why);
+}
+
+std::optional<SysError> S3Store::remove_one(const Doomed& d) const {
+  const s3::Reply r = client_.del(d.head.name);
   if (r.missing()) return std::nullopt;
   if (!r.ok()) return SysError{display_, "DELETE: " + r.text()};
-  say_removed(h, h ? where(h->key, h->address()) : "S3 store " + display_ + ", object " + object,
-              h ? stored_size(*h) : 0, why);
+  say_gone(d);
+  return std::nullopt;
+}
+
+// One DeleteObjects request: those it deleted are said, the first it
+// refused is the error.
+std::optional<SysError> S3Store::remove_batch(const std::vector<Doomed>& doomed) const {
+  std::vector<std::string> keys;
+  keys.reserve(doomed.size());
+  for (const Doomed& d : doomed) keys.push_back(d.head.name);
+  std::vector<std::pair<std::string, std::string>> refused;
+  const s3::Reply r = client_.del_many(keys, refused);
+  if (!r.ok()) return SysError{display_, "DeleteObjects: " + r.text()};
+  for (const Doomed& d : doomed)
+    if (std::none_of(refused.begin(), refused.end(), [&](const auto& f) { return f.first == d.head.name; }))
+      say_gone(d);
+  if (refused.empty()) return std::nullopt;
+  return SysError{display_, "DeleteObjects: object " + refused.front().first + ": " + refused.front().second};
+}
+
+std::optional<SysError> S3Store::remove(const std::vector<Doomed>& doomed) const {
+  if (doomed.size() == 1) return remove_one(doomed.front());
+  for (std::size_t at = 0; at < doomed.size(); at += s3::Client::most_deleted) {
+    const auto from = doomed.begin() + static_cast<std::ptrdiff_t>(at);
+    const std::vector<Doomed> batch(from, from + static_cast<std::ptrdiff_t>(
+                                                     std::min(s3::Client::most_deleted, doomed.size() - at)));
+    if (auto e = remove_batch(batch)) return e;
+  }
   return std::nullopt;
 }
 
@@ -187,21 +218,33 @@ std::optional<SysError> S3Store::drop(std::string_view key) const {
   // Also when the listing missed it (stored meanwhile).
   if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_key(key); }))
     all.push_back({object_key(key), std::nullopt});
-  for (const ObjectHead& h : all)
-    if (auto e = remove(h.name, h.header ? &*h.header : nullptr, "dropped")) return e;
-  return std::nullopt;
+  std::vector<Doomed> doomed;
+  doomed.reserve(all.size());
+  for (ObjectHead& h : all) doomed.push_back({std::move(h), "dropped"});
+  return remove(doomed);
 }
 
 std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
   return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
 }
 
-// Objects named as entries that are none go too.
+// Objects named as entries that are none go too; those to go are gathered
+// and go by DeleteObjects, a full batch as soon as there is one.
 std::variant<GcCounts, SysError> S3Store::gc(const GcPolicy& policy) const {
-  return gc_objects(
+  std::vector<Doomed> doomed;
+  auto counts = gc_objects(
       heads(""), policy,
-      [&](const ObjectHead& h, std::string_view why) { return remove(h.name, h.header ? &*h.header : nullptr, why); },
+      [&](const ObjectHead& h, std::string_view why) -> std::optional<SysError> {
+        doomed.push_back({h, std::string(why)});
+        if (doomed.size() < s3::Client::most_deleted) return std::nullopt;
+        auto e = remove(doomed);
+        doomed.clear();
+        return e;
+      },
       [&](const EntryHeader& h) { return stored_size(h); }, display_, uses_.get());
+  if (std::holds_alternative<SysError>(counts)) return counts;
+  if (auto e = remove(doomed)) return *e;
+  return counts;
 }
 
 BuildOrError S3Store::begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,

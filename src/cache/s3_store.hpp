@@ -7,7 +7,11 @@
 // An entry up to one part (part_size) goes up as one PUT once the build
 // is over; a larger one as a multipart upload begun with its first full
 // part, each part sent before the build goes on (one part in flight: the
-// build's memory is one part and libcurl's buffers), completed by
+// build's memory is one part and libcurl's buffers). Parts are large
+// because a server's multipart cost grows with their number (s3rver
+// stores each part, then copies them all into the object), and one in
+// flight because a second one measured no faster there (bench/s3.sh's
+// note); completed by
 // publish(), aborted when the build fails, outgrows --max-entry, is
 // stopped by a signal or loses its lock: no object a reader could take for
 // an entry, no parts left behind. Object bodies are sent UNSIGNED-PAYLOAD
@@ -20,6 +24,8 @@
 // policy without s3:ListBucket answers 403 for a missing key), are misses.
 // Listing (--list, --drop, --gc) is ListObjectsV2; an object under PREFIX
 // that is not named as an entry, or whose tail is no entry's, is none.
+// Objects go by DELETE one at a time, by DeleteObjects (1,000 keys a
+// request) when more go at once.
 #pragma once
 
 #include "cache/remote_object.hpp"
@@ -34,8 +40,9 @@ namespace bufferlock {
 
 class S3Store final : public EntryStore {
 public:
-  // S3's smallest part is 5 MiB; one part is held in memory by a build.
-  static constexpr std::size_t part_size = 8 * 1024 * 1024;
+  // S3's smallest part is 5 MiB; one part is held in memory by a build
+  // (peak RSS about 50 MiB, under the 64 MiB bound).
+  static constexpr std::size_t part_size = 32 * 1024 * 1024;
 
   // `uses`: where hits record their last use (the -r Redis), if anywhere.
   explicit S3Store(s3::Settings settings, std::unique_ptr<ObjectUses> uses = nullptr);
@@ -71,7 +78,15 @@ private:
   const ObjectReader& reader() const { return *reader_; }
   // The entry objects whose names start with `start`, with their headers.
   std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view start) const;
-  std::optional<SysError> remove(const std::string& object, const EntryHeader* h, std::string_view why) const;
+  // Removes `doomed` (each with why it goes), saying each one removed.
+  struct Doomed {
+    ObjectHead head;
+    std::string why;
+  };
+  std::optional<SysError> remove(const std::vector<Doomed>& doomed) const;
+  std::optional<SysError> remove_one(const Doomed& d) const;
+  std::optional<SysError> remove_batch(const std::vector<Doomed>& doomed) const;
+  void say_gone(const Doomed& d) const;
 
   std::string display_; // s3://BUCKET/PREFIX
   mutable s3::Client client_;

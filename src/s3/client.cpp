@@ -2,6 +2,7 @@
 
 #include "util/clock.hpp"
 #include "util/crypto.hpp"
+#include "util/md5.hpp"
 
 #include <unistd.h>
 
@@ -42,6 +43,20 @@ std::string xml_value(std::string_view xml, std::string_view tag) {
   return v.empty() ? std::string() : std::move(v.front());
 }
 
+// Calls `each` with the raw inside of every <TAG>...</TAG> of `xml`.
+template <class Each> void for_each_element(std::string_view xml, std::string_view tag, Each each) {
+  std::string open(1, '<'), close("</");
+  open.append(tag) += '>';
+  close.append(tag) += '>';
+  for (std::size_t at = xml.find(open); at != std::string_view::npos; at = xml.find(open, at)) {
+    at += open.size();
+    const std::size_t end = xml.find(close, at);
+    if (end == std::string_view::npos) break;
+    each(xml.substr(at, end - at));
+    at = end + close.size();
+  }
+}
+
 std::string escape_xml(std::string_view s) {
   std::string out;
   for (const char c : s) {
@@ -67,17 +82,27 @@ void pause_for(Nanos d) {
 
 std::vector<std::string> xml_values(std::string_view xml, std::string_view tag) {
   std::vector<std::string> out;
-  std::string open(1, '<'), close("</");
-  open.append(tag) += '>';
-  close.append(tag) += '>';
-  for (std::size_t at = xml.find(open); at != std::string_view::npos; at = xml.find(open, at)) {
-    at += open.size();
-    const std::size_t end = xml.find(close, at);
-    if (end == std::string_view::npos) break;
-    out.push_back(decode_entities(xml.substr(at, end - at)));
-    at = end + close.size();
+  for_each_element(xml, tag, [&](std::string_view inside) { out.push_back(decode_entities(inside)); });
+  return out;
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t j = 0; j < 3; ++j)
+      v = (v << 8) | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0U);
+    for (std::size_t j = 0; j < 4; ++j) out += j <= n ? digits[(v >> (18 - 6 * j)) & 63] : '=';
   }
   return out;
+}
+
+std::string delete_request(const std::vector<std::string>& keys) {
+  std::string xml = "<Delete><Quiet>true</Quiet>";
+  for (const std::string& k : keys) xml += "<Object><Key>" + escape_xml(k) + "</Key></Object>";
+  return xml + "</Delete>";
 }
 
 bool Reply::refused() const {
@@ -109,6 +134,7 @@ Reply Client::once(const Call& c) {
   req.path = t.path;
   req.query = c.query;
   req.headers = {{"host", t.host}};
+  req.headers.insert(req.headers.end(), c.headers.begin(), c.headers.end());
   req.payload_hash = c.sign_body ? to_hex(sha256(c.data)) : std::string(unsigned_payload);
   Scope scope;
   scope.region = settings_.region;
@@ -117,12 +143,13 @@ Reply Client::once(const Call& c) {
   x.method = c.method;
   x.url = t.url;
   if (!c.query.empty()) x.url += "?" + canonical_query(c.query);
-  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) {
-    std::string header = std::move(name);
+  const auto add_header = [&x](std::string header, std::string_view value) {
     header += ": ";
     header += value;
     x.headers.push_back(std::move(header));
-  }
+  };
+  for (const auto& [name, value] : c.headers) add_header(name, value);
+  for (auto& [name, value] : sign_s3(req, scope, settings_.credentials)) add_header(std::move(name), value);
   if (!c.range.empty()) x.headers.push_back("Range: bytes=" + std::string(c.range));
   x.data = c.data;
   x.fd = c.fd;
@@ -133,7 +160,8 @@ Reply Client::once(const Call& c) {
   const HttpReply h = http().exchange(x);
   Reply r{h.status, h.error, {}};
   // An error's code; CompleteMultipartUpload may fail with a 200 whose body is an error.
-  const bool error_page = h.status / 100 != 2 || (c.method == "POST" && x.body && x.body->find("<Error>") != std::string::npos);
+  const bool error_page = h.status / 100 != 2 || (c.method == "POST" && !c.keyed_errors && x.body &&
+                                                  x.body->find("<Error>") != std::string::npos);
   if (r.error.empty() && x.body && error_page) r.code = xml_value(*x.body, "Code");
   if (r.error.empty() && h.status / 100 != 2 && r.code.empty() && h.status == 503) r.code = "SlowDown";
   return r;
@@ -186,6 +214,33 @@ Reply Client::del(const std::string& key) {
   c.method = "DELETE";
   c.key = key;
   return call(c);
+}
+
+Reply Client::del_many(const std::vector<std::string>& keys,
+                       std::vector<std::pair<std::string, std::string>>& refused) {
+  const std::string xml = delete_request(keys);
+  // MD5's hex digits as the bytes Content-MD5 encodes.
+  const std::string hex = md5_hex(xml);
+  std::string digest;
+  for (std::size_t i = 0; i < hex.size(); i += 2)
+    digest += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  Call c;
+  c.method = "POST";
+  c.query = {{"delete", ""}};
+  c.headers = {{"content-md5", base64(digest)}};
+  c.data = xml;
+  c.sign_body = true;
+  c.keyed_errors = true;
+  std::string answer;
+  c.body = &answer;
+  c.most = most_page;
+  Reply r = call(c);
+  if (!r.ok()) return r;
+  for_each_element(answer, "Error", [&](std::string_view one) {
+    std::string code = xml_value(one, "Code");
+    if (code != "NoSuchKey") refused.emplace_back(xml_value(one, "Key"), std::move(code));
+  });
+  return r;
 }
 
 Reply Client::begin_upload(const std::string& key, std::string& upload_id) {
@@ -259,15 +314,12 @@ Reply Client::list(const std::string& prefix, std::vector<Object>& out) {
       r.error = "a page of the listing is larger than " + std::to_string(most_page) + " bytes";
       return r;
     }
-    for (std::size_t at = page.find("<Contents>"); at != std::string::npos; at = page.find("<Contents>", at + 1)) {
-      const std::size_t end = page.find("</Contents>", at);
-      if (end == std::string::npos) break;
-      const std::string_view one = std::string_view(page).substr(at, end - at);
+    for_each_element(page, "Contents", [&](std::string_view one) {
       Object o;
       o.key = xml_value(one, "Key");
       o.size = std::strtoull(xml_value(one, "Size").c_str(), nullptr, 10);
       out.push_back(std::move(o));
-    }
+    });
     if (xml_value(page, "IsTruncated") != "true") return r;
     token = xml_value(page, "NextContinuationToken");
     if (token.empty()) {

@@ -57,6 +57,11 @@ public:
   // One PUT of `data`.
   Reply put(const std::string& key, std::string_view data);
   Reply del(const std::string& key);
+  // DeleteObjects (POST ?delete) of up to most_deleted keys at once, with
+  // its Content-MD5 as S3 requires; `refused` gets the keys the server
+  // would not delete, each with its <Code>. A key already gone is deleted.
+  static constexpr std::size_t most_deleted = 1000;
+  Reply del_many(const std::vector<std::string>& keys, std::vector<std::pair<std::string, std::string>>& refused);
   // The multipart upload: begun (its id), a part sent (its ETag), completed
   // with every part's ETag in order, or aborted.
   Reply begin_upload(const std::string& key, std::string& upload_id);
@@ -76,6 +81,7 @@ private:
     std::string method = "GET";
     std::string key;
     std::vector<Field> query;
+    std::vector<Field> headers; // signed and sent beside the signature's own
     std::string_view data;  // the body sent
     bool sign_body = false; // its SHA-256 signed, else UNSIGNED-PAYLOAD
     std::string_view range;
@@ -83,6 +89,7 @@ private:
     std::string* body = nullptr;
     std::size_t most = 0;
     std::string* etag = nullptr;
+    bool keyed_errors = false; // a 2xx body lists <Error>s of its own keys (DeleteObjects)
   };
   // Signs and sends `c`, retrying 5xx and SlowDown.
   Reply call(const Call& c);
@@ -95,5 +102,9 @@ private:
 
 // The text of every <TAG>...</TAG> in `xml`, entities decoded (for tests).
 std::vector<std::string> xml_values(std::string_view xml, std::string_view tag);
+// RFC 4648 base64 (Content-MD5's encoding).
+std::string base64(std::string_view bytes);
+// The body of a DeleteObjects request of `keys` (quiet: only errors answered).
+std::string delete_request(const std::vector<std::string>& keys);
 
 } // namespace bufferlock::s3

@@ -105,12 +105,12 @@ s3_obj() {
     assert_runs 2
 }
 
-@test "an output over one part (8 MiB) goes up as a multipart upload while the command runs, completed after it; the hit is whole" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
-    bls "$K" "$(big_then_gate "$T/20m")" >"$T/out" 2>"$T/err" &
+@test "an output over one part (32 MiB) goes up as a multipart upload while the command runs, completed after it; the hit is whole" {
+    s3_multipart_file "$T/big"
+    bls "$K" "$(big_then_gate "$T/big")" >"$T/out" 2>"$T/err" &
     local pid=$!
     track_pid "$pid"
-    poll_until 20 _upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
+    poll_until 20 s3_upload_under_way || fail "no multipart upload under way while the command ran: $(cat "$T/err")"
     [[ $(s3_keys) == '' ]] || fail "an object before the command ended: $(s3_keys)"
     open_gate
     wait "$pid" || fail "the build failed: $(cat "$T/err")"
@@ -124,45 +124,27 @@ s3_obj() {
     assert_runs 1
 }
 
-_upload_under_way() { [[ -n $(s3_uploads) ]]; }
-
-# big_then_gate FILE: a command (its path printed) that counts a run, prints
-# FILE, waits for open_gate, prints "end".
-big_then_gate() {
-    cat >"$T/bin/big" <<SH
-#!/bin/sh
-echo "\$\$" >>'$RUNS'
-cat '$1'
-i=0
-while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
-echo end
-SH
-    chmod +x "$T/bin/big"
-    printf '%s\n' "$T/bin/big"
-}
-
 @test "a failing command over one part: the multipart upload is aborted, no object and no upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
-    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/20m'; exit 3"
+    s3_multipart_file "$T/big"
+    run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" sh -c "cat '$T/big'; exit 3"
     assert_failure 3
     assert_stderr_empty
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "$(s3_keys)" ''
     assert_equal "$(s3_uploads)" ''
 }
 
-@test "INT or TERM during a multipart upload: aborted, exit 128+N, no object and no upload left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+@test "INT, TERM or HUP during a multipart upload: aborted, exit 128+N, no object and no upload left" {
+    s3_multipart_file "$T/big"
     local sig want pid
-    for sig in INT TERM; do
-        want=130
-        [[ $sig == TERM ]] && want=143
+    for sig in INT TERM HUP; do
+        case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
         rm -f "$T/gate"
-        (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/20m")") \
+        (exec "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$K" "$(big_then_gate "$T/big")") \
             </dev/null >"$T/out" 2>"$T/err" 3>&- &
         pid=$!
         track_pid "$pid"
-        poll_until 20 _upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"
+        poll_until 20 s3_upload_under_way || fail "no multipart upload under way: $(cat "$T/err")"
         kill "-$sig" "$pid"
         wait_for_exit "$pid" 20 || fail "SIG$sig did not end bufferlock"
         reap "$pid"
@@ -221,12 +203,8 @@ SH
 }
 
 @test "a listing past 1,000 keys (ListObjectsV2's page): an entry on the second page is listed, dropped and kept apart from the rest" {
-    local i dir="$S3_DIR/data/$S3_BUCKET/$S3_T"
-    mkdir -p "$dir"
     # Foreign objects whose names sort before any entry's.
-    for ((i = 1; i <= 1100; i++)); do
-        printf x >"$dir/$(printf '000000-%04d' "$i")._S3rver_object"
-    done
+    s3_bulk_objects "$S3_T" 1100 '000000-%04d'
     bls "$K" echo one >/dev/null
     run --separate-stderr bls --list
     assert_success
@@ -238,6 +216,31 @@ SH
     run --separate-stderr bls --drop "$K"
     assert_success
     assert_equal "$(s3_keys | wc -l)" 1100
+}
+
+@test "--gc and --drop removing many objects: DeleteObjects, one request per 1,000 keys, no DELETE each; awscli lists none of them after" {
+    # 1,100 objects named as entries that are none: --gc removes every one.
+    s3_bulk_objects "$S3_T" 1100 '%032x.entry'
+    bls "$K" echo kept >/dev/null
+    start_s3_fault_server
+    AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT run --separate-stderr bls -v --gc --max-size 1G
+    assert_success
+    assert_equal "$(grep -c ', object .*: corrupt$' <<<"$stderr")" 1100
+    assert_equal "$(s3_fault_requests | grep -cE '^POST [^ ]*[?&]delete[=& ].* 200$')" 2
+    assert_equal "$(s3_fault_requests | grep -c '^DELETE ')" 0
+    assert_equal "$(s3_keys)" "$(s3_obj "$K")"
+    # --drop of a key with entries of two input states: one request.
+    printf 'v1\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo one >/dev/null
+    printf 'v2\n' >"$T/dep"
+    bls --depends "$T/dep" "$K" echo two >/dev/null
+    : >"$S3_FAULT_LOG"
+    AWS_ENDPOINT_URL=$S3_FAULT_ENDPOINT run --separate-stderr bls --drop "$K"
+    assert_success
+    assert_stderr_empty
+    assert_equal "$(s3_fault_requests | grep -cE '^POST [^ ]*[?&]delete[=& ].* 200$')" 1
+    assert_equal "$(s3_fault_requests | grep -c '^DELETE ')" 0
+    assert_equal "$(s3_keys)" ""
 }
 
 @test "--gc --max-size removes the oldest entries until the store is under the size; --max-age the older ones" {
@@ -277,12 +280,12 @@ SH
 }
 
 @test "--max-entry met during a multipart upload: the output served whole, one warning, the upload aborted, nothing left" {
-    head -c $((20 << 20)) /dev/urandom >"$T/20m"
+    s3_multipart_file "$T/big"
     run --separate-stderr bash -c '"$@" >"$0"' "$T/out" "$BL" cache --cache-dir "$C" --store "$S3_STORE" \
-        --max-entry 12M "$K" cat "$T/20m"
+        --max-entry "$((S3_PART_MIB * 3 / 2))M" "$K" cat "$T/big"
     assert_success
-    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry (12582912 bytes)"
-    assert_same_bytes "$T/20m" "$T/out"
+    assert_one_bufferlock_line "output of '$K' not stored: its stored size, " "is over --max-entry ($((S3_PART_MIB * 3 / 2 << 20)) bytes)"
+    assert_same_bytes "$T/big" "$T/out"
     assert_equal "$(s3_keys)" ''
     assert_equal "$(s3_uploads)" ''
 }

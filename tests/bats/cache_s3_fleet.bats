@@ -39,14 +39,14 @@ runner() {
         "$BL" cache --store "$S3_STORE" -r "$REDIS_URL" "$@")
 }
 
-@test "runner B restores runner A's 64 MiB --output from the S3 store (a multipart upload), without building" {
-    run --separate-stderr runner A -- --output dist "$K" "$MKDIST" 65536
+@test "runner B restores runner A's 500 MiB --output from the S3 store (a multipart upload), without building" {
+    run --separate-stderr runner A -- --output dist "$K" "$MKDIST" 512000
     assert_success
     assert_output built
     assert_stderr_empty
     run aws_s3 s3 ls "$S3_STORE/"
     assert_output --regexp " $(key_md5 "$K")\.[0-9a-f]{32}\.entry\$"
-    run --separate-stderr runner B -- --output dist "$K" "$MKDIST" 65536
+    run --separate-stderr runner B -- --output dist "$K" "$MKDIST" 512000
     assert_success
     assert_output built
     assert_stderr_empty

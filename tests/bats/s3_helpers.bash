@@ -122,20 +122,50 @@ s3_uploads() {
         --prefix "$S3_T/" --query 'Uploads[].Key' --output text | grep -v '^None$' || true
 }
 
+# The S3 store's part size in MiB (S3Store::part_size; the man page's S3
+# STORE): an output over it is a multipart upload.
+S3_PART_MIB=32
+
+# s3_multipart_file PATH: random bytes of two parts and a half at PATH: a
+# multipart upload of three parts.
+s3_multipart_file() {
+    head -c $((S3_PART_MIB * 5 / 2 << 20)) /dev/urandom >"$1"
+}
+
+# s3_upload_under_way: a multipart upload is under way under the test's prefix.
+s3_upload_under_way() { [[ -n $(s3_uploads) ]]; }
+
+# big_then_gate FILE: a command (its path printed) that counts a run in
+# RUNS (cache_helpers), prints FILE, waits for open_gate, prints "end".
+big_then_gate() {
+    cat >"$T/bin/big" <<SH
+#!/bin/sh
+echo "\$\$" >>'$RUNS'
+cat '$1'
+i=0
+while [ ! -e '$T/gate' ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+echo end
+SH
+    chmod +x "$T/bin/big"
+    printf '%s\n' "$T/bin/big"
+}
+
 # s3_object_file KEY: where the server keeps KEY's bytes.
 s3_object_file() {
     printf '%s/data/%s/%s._S3rver_object\n' "$S3_DIR" "$S3_BUCKET" "$1"
 }
 
-# s3_bulk_objects PREFIX N: N small objects PREFIX/o0001... made on the
-# server's disk directly, as the server keeps them (thousands of PUTs would
-# take minutes): for listings past S3's page of 1,000 keys.
+# s3_bulk_objects PREFIX N [FORMAT]: N small objects PREFIX/o0001... (their
+# names printf's FORMAT of 1..N, default o%04d) made on the server's disk
+# directly, as the server keeps them (thousands of PUTs would take
+# minutes): for listings and removals past S3's 1,000 keys a request.
 s3_bulk_objects() {
     local dir i
     dir="$S3_DIR/data/$S3_BUCKET/$1"
     mkdir -p "$dir" || return 1
     for ((i = 1; i <= $2; i++)); do
-        printf '%s' "$i" >"$dir/$(printf 'o%04d' "$i")._S3rver_object" || return 1
+        # shellcheck disable=SC2059 # the format is the caller's
+        printf '%s' "$i" >"$dir/$(printf "${3:-o%04d}" "$i")._S3rver_object" || return 1
     done
 }
 
@@ -183,7 +213,7 @@ start_s3_fault_server() {
 }
 
 # s3_fault MODE [METHOD [COUNT]]: what the fault server breaks from now on
-# (s3_fault_server.py: pass e500 slowdown denied stall cut nochunk).
+# (s3_fault_server.py: pass e500 slowdown denied skewed stall cut nochunk).
 s3_fault() {
     printf '%s\n' "$*" >"$S3_FAULT_CONTROL"
 }

@@ -26,6 +26,8 @@ changed; the others pass.  A missing or empty file is "pass".  MODE is one of
              an upload answered by a closed connection);
   denied     403 AccessDenied, as S3 answers a GET of a missing key to a
              policy without s3:ListBucket;
+  skewed     403 RequestTimeTooSkewed, as S3 answers a request signed by a
+             machine whose clock is more than 15 minutes off;
   nochunk    a PUT sent with Transfer-Encoding: chunked gets 501
              NotImplemented, as S3 answers it (any other request passes).
 
@@ -41,11 +43,16 @@ import threading
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 from fault_common import QuietHandler, RequestLog, serve
 
-MODES = ("pass", "e500", "slowdown", "denied", "stall", "cut", "nochunk")
+MODES = ("pass", "e500", "slowdown", "denied", "skewed", "stall", "cut", "nochunk")
 ERRORS = {
     "e500": (500, "InternalError", "We encountered an internal error. Please try again."),
     "slowdown": (503, "SlowDown", "Please reduce your request rate."),
     "denied": (403, "AccessDenied", "Access Denied"),
+    "skewed": (
+        403,
+        "RequestTimeTooSkewed",
+        "The difference between the request time and the current time is too large.",
+    ),
     "nochunk": (501, "NotImplemented", "A header you provided implies functionality that is not implemented"),
 }
 

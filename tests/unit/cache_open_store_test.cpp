@@ -5,14 +5,29 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 
 using namespace bufferlock;
 
 namespace {
 
+using Env = std::map<std::string, std::string>;
+
+// An environment of `vars` alone, as getenv answers.
+std::function<const char*(const char*)> lookup_in(const Env& vars) {
+  return [&vars](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+const Env no_env;
+
 // The store open_store makes of `cache` (nothing is connected yet).
-std::unique_ptr<EntryStore> opened(const CacheSettings& cache, const RedisLockSettings& redis = {}) {
-  auto made = open_store(cache, redis, "/nonexistent/cache");
+std::unique_ptr<EntryStore> opened(const CacheSettings& cache, const RedisLockSettings& redis = {},
+                                   const Env& env = no_env) {
+  auto made = open_store(cache, redis, "/nonexistent/cache", lookup_in(env));
   EXPECT_TRUE(std::holds_alternative<std::unique_ptr<EntryStore>>(made));
   return std::move(std::get<std::unique_ptr<EntryStore>>(made));
 }
@@ -55,7 +70,7 @@ TEST(OpenStore, AnUnreadableTokenFileIsAnError) {
   c.store = CacheStoreKind::http;
   c.store_url = std::get<StoreUrl>(parse_store_url("http://127.0.0.1:9/cache/"));
   c.store_token_file = "/nonexistent/token";
-  const auto made = open_store(c, RedisLockSettings{}, "/nonexistent/cache");
+  const auto made = open_store(c, RedisLockSettings{}, "/nonexistent/cache", lookup_in(no_env));
   ASSERT_TRUE(std::holds_alternative<std::string>(made));
   EXPECT_NE(std::get<std::string>(made).find("/nonexistent/token"), std::string::npos);
 }
@@ -91,4 +106,40 @@ TEST(OpenStore, SpellsEachStoreInItsTable) {
   EXPECT_EQ(bad->why, "bad port");
   EXPECT_EQ(bad->shown.find("hunter2"), std::string::npos);
   EXPECT_EQ(c.store, CacheStoreKind::s3); // a bad URL leaves the settings as they were
+}
+
+// An S3 store reads its AWS settings through the lookup it is given.
+TEST(OpenStore, AnS3StoreTakesItsSettingsFromTheGivenEnvironment) {
+  CacheSettings c;
+  c.store = CacheStoreKind::s3;
+  c.store_s3 = "s3://bucket/team";
+  const Env env{{"AWS_ACCESS_KEY_ID", "AKID"},
+                {"AWS_SECRET_ACCESS_KEY", "not-to-be-printed"},
+                {"AWS_ENDPOINT_URL", "http://127.0.0.1:9"}};
+  const auto s3 = opened(c, {}, env);
+  EXPECT_EQ(s3->name(), "s3");
+  EXPECT_EQ(s3->location(), "s3://bucket/team/");
+  EXPECT_TRUE(s3->compresses(false));
+  EXPECT_NE(s3->where("k", std::nullopt).find("team/"), std::string::npos);
+}
+
+// No credentials in the environment given (and no HOME to find the shared
+// file): the usage error names where they were looked for.
+TEST(OpenStore, AnS3StoreWithoutCredentialsIsAUsageError) {
+  CacheSettings c;
+  c.store = CacheStoreKind::s3;
+  c.store_s3 = "s3://bucket/team";
+  const auto made = open_store(c, RedisLockSettings{}, "/nonexistent/cache", lookup_in(no_env));
+  ASSERT_TRUE(std::holds_alternative<std::string>(made));
+  const std::string& why = std::get<std::string>(made);
+  EXPECT_NE(why.find("s3://bucket/team"), std::string::npos);
+  EXPECT_NE(why.find("AWS_ACCESS_KEY_ID"), std::string::npos);
+  EXPECT_NE(why.find("AWS_SHARED_CREDENTIALS_FILE"), std::string::npos);
+
+  // A key without its secret: named, and the key's value is not printed.
+  const Env half{{"AWS_ACCESS_KEY_ID", "AKID-half"}};
+  const auto refused = open_store(c, RedisLockSettings{}, "/nonexistent/cache", lookup_in(half));
+  ASSERT_TRUE(std::holds_alternative<std::string>(refused));
+  EXPECT_NE(std::get<std::string>(refused).find("AWS_SECRET_ACCESS_KEY"), std::string::npos);
+  EXPECT_EQ(std::get<std::string>(refused).find("AKID-half"), std::string::npos);
 }

@@ -40,3 +40,22 @@ TEST(S3Reply, TextNamesStatusAndCauseNeverMore) {
   EXPECT_EQ((Reply{500, "", ""}).text(), "HTTP status 500");
   EXPECT_EQ((Reply{0, "Couldn't connect to server", ""}).text(), "Couldn't connect to server");
 }
+
+// Content-MD5's encoding: RFC 4648's vectors.
+TEST(S3Client, Base64) {
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("fo"), "Zm8=");
+  EXPECT_EQ(base64("foo"), "Zm9v");
+  EXPECT_EQ(base64("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64(std::string("\xff\x00\xfe", 3)), "/wD+");
+}
+
+// DeleteObjects' body: quiet, every key escaped.
+TEST(S3Client, DeleteRequest) {
+  EXPECT_EQ(delete_request({"p/a.entry", "p/<&>"}),
+            "<Delete><Quiet>true</Quiet><Object><Key>p/a.entry</Key></Object>"
+            "<Object><Key>p/&lt;&amp;&gt;</Key></Object></Delete>");
+}
