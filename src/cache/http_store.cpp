@@ -22,8 +22,6 @@ namespace {
 constexpr std::size_t part = 1024 * 1024;             // the body goes out in parts of this size
 constexpr std::size_t most_listing = 64 * 1024 * 1024;
 
-Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
-
 // A build sent as it is made (http_store.hpp).
 class HttpBuild final : public StreamedBuild {
 public:
@@ -186,8 +184,8 @@ private:
 };
 
 HttpStore::HttpStore(StoreUrl url, HttpSettings settings, std::unique_ptr<ObjectUses> uses)
-    : EntryStore(http_messages), url_(std::move(url)), settings_(std::move(settings)),
-      reader_(std::make_unique<Reader>(*this)), uses_(std::move(uses)) {
+    : ObjectStore(http_messages, std::move(uses)), url_(std::move(url)), settings_(std::move(settings)),
+      reader_(std::make_unique<Reader>(*this)) {
   settings_.user = url_.user;
   settings_.password = url_.password;
 }
@@ -205,19 +203,6 @@ std::string HttpStore::object_name(std::string_view key, const Inputs& inputs) c
 
 std::string HttpStore::where(std::string_view key, const Inputs& inputs) const {
   return "HTTP store at " + server() + ", object " + object_name(key, inputs);
-}
-
-Lookup HttpStore::lookup(std::string_view key, const Inputs& inputs) const {
-  return read_object_entry(reader(), key, object_name(key, inputs), signer_);
-}
-
-Lookup HttpStore::lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const {
-  return read_object_entry(reader(), key, object_name(key, inputs), signer_, &serves);
-}
-
-// The tail alone: one small range request.
-Lookup HttpStore::peek(std::string_view key, const Inputs& address) const {
-  return peek_object(reader(), key, address, object_name(key, address));
 }
 
 std::variant<std::vector<std::string>, SysError> HttpStore::objects() const {
@@ -267,17 +252,8 @@ std::string HttpStore::credentials_refused(const HttpReply& r, std::string_view 
                  {{"request", std::string(request)}, {"error", r.text()}});
 }
 
-EntryStore::Headers HttpStore::headers_of(std::string_view key) const {
-  auto found = heads(md5_hex(key) + '.');
-  if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->refused ? "PROPFIND: " + e->reason : e->reason);
-  std::vector<StaleCandidate> candidates;
-  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
-    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
-  return candidates;
-}
-
-Lookup HttpStore::read_candidate(std::string_view key, const StaleCandidate& c) const {
-  return read_object_entry(reader(), key, c.name, signer_);
+std::string HttpStore::listing_failed(const SysError& e) const {
+  return e.refused ? "PROPFIND: " + e.reason : e.reason;
 }
 
 std::optional<SysError> HttpStore::drop(std::string_view key) const {
@@ -294,14 +270,6 @@ std::optional<SysError> HttpStore::drop(std::string_view key) const {
     if (auto e = remove(n, known ? &t.header : nullptr, "dropped")) return e;
   }
   return std::nullopt;
-}
-
-std::variant<std::vector<ListedEntry>, SysError> HttpStore::list_entries() const {
-  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
-}
-
-void HttpStore::record_use(const CachedEntry& e) const {
-  if (uses_) uses_->record(object_name(e.header.key, e.header.address()), wall_clock_ns());
 }
 
 // Objects named as entries that are none go too.

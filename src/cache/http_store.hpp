@@ -26,7 +26,7 @@
 
 namespace bufferlock {
 
-class HttpStore final : public EntryStore {
+class HttpStore final : public ObjectStore {
 public:
   // `uses`: where hits record the objects' last use (the -r Redis); null
   // without -r, when --gc weighs entries by their build.
@@ -34,21 +34,8 @@ public:
 
   std::string_view name() const override { return "http"; }
   std::string location() const override { return server(); }
-  // Bytes cost the network: always compressed.
-  bool compresses(bool) const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
-  std::optional<SysError> prepare() const override { return std::nullopt; }
-  std::uint64_t stored_size(const EntryHeader& h) const override {
-    return h.file_size() + object_footer_size;
-  }
-  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
-  // The archive of --output PATHs extracted as the body comes (remote_object.hpp).
-  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const override;
-  Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Headers headers_of(std::string_view key) const override;
-  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override;
   std::optional<SysError> drop(std::string_view key) const override;
-  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                            const BuildContents& what) const override;
   void after_fork() const override {
@@ -61,25 +48,25 @@ public:
   // said once) those unused for max_unused and the least recently used
   // until the rest add up to at most max_size (when given).
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
-  // With `uses`: the object's use, once a minute.
-  void record_use(const CachedEntry& e) const override;
 
   // The URL as given, password hidden.
   const std::string& server() const { return url_.display; }
-  std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const override;
   HttpClient& client() const;
   std::string object_url(const std::string& name) const { return url_.base + name; }
 
 private:
   // Its ranged GETs.
   class Reader;
-  const ObjectReader& reader() const;
+  const ObjectReader& reader() const override;
   // The names of the entry objects under the URL's path; an error that is
   // `refused` when the server answered PROPFIND with another status than
   // 207 or 404: it cannot list (list_entries, drop and gc pass that on).
   std::variant<std::vector<std::string>, SysError> objects() const;
   // The header of each entry object whose name starts with `prefix`.
-  std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view prefix) const;
+  ObjectHeads heads(std::string_view prefix) const override;
+  // A listing refused is named by its request.
+  std::string listing_failed(const SysError& e) const override;
   // Removes object `name`; -v says so when it was there (`h`: its header
   // when known, `why`: why it goes).
   std::optional<SysError> remove(const std::string& name, const EntryHeader* h, std::string_view why) const;
@@ -90,7 +77,6 @@ private:
   HttpSettings settings_;
   mutable std::unique_ptr<HttpClient> client_;
   std::unique_ptr<ObjectReader> reader_;
-  std::unique_ptr<ObjectUses> uses_;
 };
 
 // The object names in a WebDAV multistatus document: the last segment of

@@ -6,6 +6,8 @@
 #include "util/files.hpp"
 #include "util/io.hpp"
 #include "util/le.hpp"
+#include "util/clock.hpp"
+#include "util/md5.hpp"
 
 #include <unistd.h>
 
@@ -248,6 +250,44 @@ std::variant<GcCounts, SysError> gc_objects(
                    {{"entries", std::to_string(counts.entries_removed)}, {"temps", "0"}, {"path", place}});
   });
   return counts;
+}
+
+ObjectStore::ObjectStore(const StoreMessages& messages, std::unique_ptr<ObjectUses> uses)
+    : EntryStore(messages), uses_(std::move(uses)) {}
+
+ObjectStore::~ObjectStore() = default;
+
+Lookup ObjectStore::lookup(std::string_view key, const Inputs& inputs) const {
+  return read_object_entry(reader(), key, object_name(key, inputs), signer_);
+}
+
+Lookup ObjectStore::lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const {
+  return read_object_entry(reader(), key, object_name(key, inputs), signer_, &serves);
+}
+
+Lookup ObjectStore::peek(std::string_view key, const Inputs& address) const {
+  return peek_object(reader(), key, address, object_name(key, address));
+}
+
+EntryStore::Headers ObjectStore::headers_of(std::string_view key) const {
+  auto found = heads(md5_hex(key) + '.');
+  if (auto* e = std::get_if<SysError>(&found)) return unreadable(listing_failed(*e));
+  std::vector<StaleCandidate> candidates;
+  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
+    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
+  return candidates;
+}
+
+Lookup ObjectStore::read_candidate(std::string_view key, const StaleCandidate& c) const {
+  return read_object_entry(reader(), key, c.name, signer_);
+}
+
+std::variant<std::vector<ListedEntry>, SysError> ObjectStore::list_entries() const {
+  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
+}
+
+void ObjectStore::record_use(const CachedEntry& e) const {
+  if (uses_) uses_->record(object_name(e.header.key, e.header.address()), wall_clock_ns());
 }
 
 } // namespace bufferlock

@@ -124,4 +124,44 @@ std::variant<GcCounts, SysError> gc_objects(
     const std::function<std::optional<SysError>(const ObjectHead&, std::string_view why)>& remove,
     const StoredSize& stored, const std::string& place, const ObjectUses* uses = nullptr);
 
+// What the stores of objects (http, s3) share: an entry is the object
+// object_name() names, read through reader() (its ranged GETs), found by
+// heads() (the store's listing), and its hits' last uses kept in the -r
+// Redis (ObjectUses) when there is one. A store adds its requests: listing,
+// writing, removing, and what it says of them.
+class ObjectStore : public EntryStore {
+public:
+  ObjectStore(const StoreMessages& messages, std::unique_ptr<ObjectUses> uses);
+  ~ObjectStore() override;
+
+  // Bytes cost the network: always compressed.
+  bool compresses(bool) const override { return true; }
+  std::optional<SysError> prepare() const override { return std::nullopt; }
+  std::uint64_t stored_size(const EntryHeader& h) const override { return h.file_size() + object_footer_size; }
+  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
+  // The archive of --output PATHs extracted as the body comes, where the
+  // reader downloads in runs.
+  Lookup lookup_to_restore(std::string_view key, const Inputs& inputs, const Serves& serves) const override;
+  // The tail alone: one small range request.
+  Lookup peek(std::string_view key, const Inputs& inputs) const override;
+  Headers headers_of(std::string_view key) const override;
+  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override;
+  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
+  // With `uses`: the object's use, once a minute.
+  void record_use(const CachedEntry& e) const override;
+
+  // The object of the entry of `key` at `inputs` (entry_address): its name
+  // on the server, or its key in the bucket.
+  virtual std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const = 0;
+
+protected:
+  virtual const ObjectReader& reader() const = 0;
+  // The entry objects whose names start with `start`, with their headers.
+  virtual ObjectHeads heads(std::string_view start) const = 0;
+  // What a lookup says of a listing that failed.
+  virtual std::string listing_failed(const SysError& e) const { return e.reason; }
+
+  std::unique_ptr<ObjectUses> uses_;
+};
+
 } // namespace bufferlock

@@ -13,15 +13,13 @@ namespace {
 
 constexpr int most_parts = 10000; // S3's limit
 
-Lookup unreadable(std::string why) { return {LookupState::unreadable, {}, std::move(why)}; }
-
 // A build sent as it is made (s3_store.hpp).
 class S3Build final : public StreamedBuild {
 public:
   S3Build(const S3Store& store, std::string_view key, const Inputs& inputs, std::int64_t created_ns,
           const BuildContents& what)
       : StreamedBuild(store, key, inputs, created_ns, what, S3Store::part_size), store_(store),
-        object_(store.object_key(key, entry_address(inputs, what.outputs))) {}
+        object_(store.object_name(key, entry_address(inputs, what.outputs))) {}
 
   // Not completed: the upload goes, parts and all.
   ~S3Build() override { abort(); }
@@ -114,30 +112,16 @@ private:
 };
 
 S3Store::S3Store(s3::Settings settings, std::unique_ptr<ObjectUses> uses)
-    : EntryStore(s3_messages),
+    : ObjectStore(s3_messages, std::move(uses)),
       display_("s3://" + settings.location.bucket + "/" + settings.location.prefix),
-      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)), uses_(std::move(uses)) {}
+      client_(std::move(settings)), reader_(std::make_unique<Reader>(*this)) {}
 
-void S3Store::record_use(const CachedEntry& e) const {
-  if (uses_) uses_->record(object_key(e.header.key, e.header.address()), wall_clock_ns());
-}
-
-std::uint64_t S3Store::stored_size(const EntryHeader& h) const { return h.file_size() + object_footer_size; }
-
-std::string S3Store::object_key(std::string_view key, const Inputs& inputs) const {
+std::string S3Store::object_name(std::string_view key, const Inputs& inputs) const {
   return client_.settings().location.prefix + entry_file_name(key, inputs);
 }
 
 std::string S3Store::where(std::string_view key, const Inputs& inputs) const {
-  return "S3 store " + display_ + ", object " + object_key(key, inputs);
-}
-
-Lookup S3Store::lookup(std::string_view key, const Inputs& inputs) const {
-  return read_object_entry(reader(), key, object_key(key, inputs), signer_);
-}
-
-Lookup S3Store::peek(std::string_view key, const Inputs& address) const {
-  return peek_object(reader(), key, address, object_key(key, address));
+  return "S3 store " + display_ + ", object " + object_name(key, inputs);
 }
 
 std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view start) const {
@@ -150,7 +134,7 @@ std::variant<std::vector<ObjectHead>, SysError> S3Store::heads(std::string_view 
     const std::string_view name = std::string_view(o.key).substr(prefix.size());
     if (!is_entry_file_name(name)) continue;
     auto head = read_object_head(reader(), std::move(o.key),
-                                 [&](const EntryHeader& h) { return object_key(h.key, h.address()); });
+                                 [&](const EntryHeader& h) { return object_name(h.key, h.address()); });
     if (auto* why = std::get_if<std::string>(&head)) return SysError{display_, *why};
     if (auto& h = std::get<std::optional<ObjectHead>>(head)) out.push_back(std::move(*h));
   }
@@ -198,34 +182,17 @@ std::optional<SysError> S3Store::remove(const std::vector<Doomed>& doomed) const
   return std::nullopt;
 }
 
-EntryStore::Headers S3Store::headers_of(std::string_view key) const {
-  auto found = heads(md5_hex(key) + '.');
-  if (auto* e = std::get_if<SysError>(&found)) return unreadable(e->reason);
-  std::vector<StaleCandidate> candidates;
-  for (ObjectHead& h : std::get<std::vector<ObjectHead>>(found))
-    if (h.header) candidates.push_back({std::move(*h.header), std::move(h.name)});
-  return candidates;
-}
-
-Lookup S3Store::read_candidate(std::string_view key, const StaleCandidate& c) const {
-  return read_object_entry(reader(), key, c.name, signer_);
-}
-
 std::optional<SysError> S3Store::drop(std::string_view key) const {
   auto found = heads(md5_hex(key) + '.');
   if (auto* e = std::get_if<SysError>(&found)) return *e;
   std::vector<ObjectHead>& all = std::get<std::vector<ObjectHead>>(found);
   // Also when the listing missed it (stored meanwhile).
-  if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_key(key); }))
-    all.push_back({object_key(key), std::nullopt});
+  if (std::none_of(all.begin(), all.end(), [&](const ObjectHead& h) { return h.name == object_name(key); }))
+    all.push_back({object_name(key), std::nullopt});
   std::vector<Doomed> doomed;
   doomed.reserve(all.size());
   for (ObjectHead& h : all) doomed.push_back({std::move(h), "dropped"});
   return remove(doomed);
-}
-
-std::variant<std::vector<ListedEntry>, SysError> S3Store::list_entries() const {
-  return list_objects(heads(""), [&](const EntryHeader& h) { return stored_size(h); });
 }
 
 // Objects named as entries that are none go too; those to go are gathered

@@ -38,7 +38,7 @@
 
 namespace bufferlock {
 
-class S3Store final : public EntryStore {
+class S3Store final : public ObjectStore {
 public:
   // S3's smallest part is 5 MiB; one part is held in memory by a build
   // (peak RSS about 50 MiB, under the 64 MiB bound).
@@ -49,17 +49,8 @@ public:
 
   std::string_view name() const override { return "s3"; }
   std::string location() const override { return display_; }
-  // Bytes cost the network: always compressed.
-  bool compresses(bool) const override { return true; }
   std::string where(std::string_view key, const Inputs& inputs) const override;
-  std::optional<SysError> prepare() const override { return std::nullopt; }
-  std::uint64_t stored_size(const EntryHeader& h) const override;
-  Lookup lookup(std::string_view key, const Inputs& inputs) const override;
-  Lookup peek(std::string_view key, const Inputs& inputs) const override;
-  Headers headers_of(std::string_view key) const override;
-  Lookup read_candidate(std::string_view key, const StaleCandidate& c) const override;
   std::optional<SysError> drop(std::string_view key) const override;
-  std::variant<std::vector<ListedEntry>, SysError> list_entries() const override;
   BuildOrError begin_build(std::string_view key, const Inputs& inputs, std::int64_t created_ns,
                            const BuildContents& what) const override;
   std::variant<GcCounts, SysError> gc(const GcPolicy& policy) const override;
@@ -67,17 +58,15 @@ public:
     client_.reset();
     if (uses_) uses_->after_fork();
   }
-  void record_use(const CachedEntry& e) const override;
 
   // The object key of an entry: PREFIX + its name.
-  std::string object_key(std::string_view key, const Inputs& inputs = std::nullopt) const;
+  std::string object_name(std::string_view key, const Inputs& inputs = std::nullopt) const override;
   s3::Client& client() const { return client_; }
 
 private:
   class Reader;
-  const ObjectReader& reader() const { return *reader_; }
-  // The entry objects whose names start with `start`, with their headers.
-  std::variant<std::vector<ObjectHead>, SysError> heads(std::string_view start) const;
+  const ObjectReader& reader() const override { return *reader_; }
+  ObjectHeads heads(std::string_view start) const override;
   // Removes `doomed` (each with why it goes), saying each one removed.
   struct Doomed {
     ObjectHead head;
@@ -91,7 +80,6 @@ private:
   std::string display_; // s3://BUCKET/PREFIX
   mutable s3::Client client_;
   std::unique_ptr<ObjectReader> reader_;
-  std::unique_ptr<ObjectUses> uses_;
 };
 
 } // namespace bufferlock
