@@ -328,19 +328,20 @@ constexpr std::array<OptionDecl, 62> option_source = {{
 constexpr auto decl_strings = [](const OptionDecl& d) {
   return std::array{d.names, d.value_name, d.group, d.description, d.default_text, d.env};
 };
-constexpr auto option_strings =
-    pack_strings<packed_chars(option_source, decl_strings)>(option_source, decl_strings);
+constexpr std::size_t option_chars = packed_chars(option_source, decl_strings);
+constexpr auto option_strings = pack_strings<option_chars>(option_source, decl_strings);
 struct DeclRest {
   Opt id;
   Scope scope;
   Commands commands;
 };
-constexpr auto option_rest = [] {
-  std::array<DeclRest, option_source.size()> out{};
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = {option_source[i].id, option_source[i].scope, option_source[i].commands};
-  return out;
-}();
+constexpr std::array<DeclRest, option_source.size()> make_option_rest() {
+  std::array<DeclRest, option_source.size()> at{};
+  for (std::size_t i = 0; i < option_source.size(); ++i)
+    at[i] = DeclRest{option_source[i].id, option_source[i].scope, option_source[i].commands};
+  return at;
+}
+constexpr std::array<DeclRest, option_source.size()> option_rest = make_option_rest();
 
 // The declaration at `i`, by value; its strings are NUL-terminated.
 OptionDecl option_at(std::size_t i) {
@@ -1100,13 +1101,14 @@ constexpr std::size_t narrow_count =
     std::count_if(option_source.begin(), option_source.end(), [](const OptionDecl& d) {
       return (d.commands & subcommands_of_a_key) != subcommands_of_a_key;
     });
-constexpr std::array<std::size_t, narrow_count> narrow_options = [] {
+constexpr std::array<std::size_t, narrow_count> make_narrow_options() {
   std::array<std::size_t, narrow_count> out{};
   std::size_t n = 0;
-  for (std::size_t i = 0; i < option_source.size(); ++i)
-    if ((option_source[i].commands & subcommands_of_a_key) != subcommands_of_a_key) out[n++] = i;
+  for (std::size_t i = 0; i < option_rest.size(); ++i)
+    if ((option_rest[i].commands & subcommands_of_a_key) != subcommands_of_a_key) out[n++] = i;
   return out;
-}();
+}
+constexpr std::array<std::size_t, narrow_count> narrow_options = make_narrow_options();
 
 void refuse_options_not_here(const Parsed& p) {
   const Command c = p.opts.command;

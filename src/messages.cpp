@@ -29,8 +29,8 @@ constexpr std::array catalogue_source = {
 };
 
 constexpr auto entry_fields = [](const Entry& e) { return std::array{e.key, e.text}; };
-constexpr auto catalogue =
-    pack_strings<packed_chars(catalogue_source, entry_fields)>(catalogue_source, entry_fields);
+constexpr std::size_t catalogue_chars = packed_chars(catalogue_source, entry_fields);
+constexpr auto catalogue = pack_strings<catalogue_chars>(catalogue_source, entry_fields);
 
 std::string_view key_at(std::size_t i) { return catalogue.get(i, 0); }
 std::string_view default_text_at(std::size_t i) { return catalogue.get(i, 1); }
