@@ -198,13 +198,62 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     assert_equal "$(rcli --scan --pattern '{buffer:lock:stats}*')" ''
 }
 
+# traced OUT ARGS...: `bufferlock cache ARGS...` under strace, its socket
+# calls (the first bytes of each buffer) in OUT.
+traced() {
+    local out=$1
+    shift
+    strace -f -qq -s 120 -e trace=connect,sendto,recvfrom -o "$out" "$BL" cache "$@"
+}
+
+# count_is_last TRACE: the count (an EVAL of the counting script's text) is
+# sent once and then nothing is read, on any socket: it costs no round trip
+# (SPEC §21). Prints the socket it went on.
+count_is_last() {
+    python3 - "$1" <<'PY'
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
+sent = [i for i, l in enumerate(lines) if "sendto(" in l and "EVAL" in l and "HINCRBY" in l]
+if len(sent) != 1:
+    sys.exit("the count is not one EVAL of the script's text: %d such sends" % len(sent))
+after = [l for l in lines[sent[0] + 1:] if "recvfrom(" in l]
+if after:
+    sys.exit("read after the count was sent: %s" % after[0])
+print(re.search(r"sendto\((\d+),", lines[sent[0]]).group(1))
+PY
+}
+
+@test "redis store: a count is sent without waiting for its reply, and many hits still add up exactly" {
+    run -0 bls k "$COUNTED" 0 x
+    traced "$T/trace" --cache-dir "$C" --store redis -r "$REDIS_URL" k "$COUNTED" 0 y >"$T/out" ||
+        fail "the traced hit failed"
+    assert_equal "$(cat "$T/out")" x
+    count_is_last "$T/trace" >/dev/null || fail "$(cat "$T/trace")"
+    # The server runs what it read before the client closed: every unread
+    # count lands, sequential and concurrent ones alike.
+    local i
+    for ((i = 0; i < 20; i++)); do
+        bls k "$COUNTED" 0 y >/dev/null || fail "hit $i failed"
+    done
+    for ((i = 0; i < 10; i++)); do
+        bls k "$COUNTED" 0 y >/dev/null &
+    done
+    wait
+    assert_counts --cache-dir "$C" --store redis -r "$REDIS_URL" -- builds=1 misses=1 hits=31
+}
+
 @test "http store: counts in the -r Redis from two runners; a refused upload is a store error; without -r in the cache directory" {
     local wr500
     wr500=$(http_url wr500)
     crowd 3 kc --store "$STORE" -r "$REDIS_URL"
     run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 1 x
-    C="$T/cacheB" run -0 "$BL" cache --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
+    C="$T/cacheB" run -0 traced "$T/trace" --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
     assert_output x
+    # The hit's count follows its last use on the same -r connection, unread.
+    local count_fd use_fd
+    count_fd=$(count_is_last "$T/trace") || fail "$(cat "$T/trace")"
+    use_fd=$(sed -n 's/.*sendto(\([0-9]*\),.*uses:.*/\1/p' "$T/trace")
+    [[ -n $use_fd && $use_fd == "$count_fd" ]] || fail "use on '$use_fd', count on '$count_fd': $(cat "$T/trace")"
     assert_counts --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     ge "$(stat --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- "['totals']['saved_seconds']")" 1
     # nginx refuses every PUT there: the output is served, not stored, and counted as a store error.
