@@ -678,6 +678,7 @@ int admin(const CacheRequest& o, const EntryStore& store) {
   const auto counts =
       store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
+  store.compact_stats();
   return exit_code::ok;
 }
 

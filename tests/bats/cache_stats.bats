@@ -130,6 +130,30 @@ ge() { python3 -c "import sys; sys.exit(0 if float('$1') >= float('$2') else 1)"
     ge "$(stat --cache-dir "$C" -- "['totals']['saved_seconds']")" 1
 }
 
+@test "--gc compacts the stats file: one line a KEY, the same report before and after, and counting goes on" {
+    local i
+    run -0 blc k "$COUNTED" 0 x
+    for ((i = 0; i < 30; i++)); do blc k "$COUNTED" 0 x >/dev/null || fail "hit $i"; done
+    run -5 blc k2 sh -c 'exit 5'
+    run -0 blc k3 "$COUNTED" 0 z
+    blc k3 "$COUNTED" 0 z >/dev/null
+    blc --stats --json >"$T/before.json"
+    local before after
+    before=$(wc -c <"$C/stats")
+    run -0 blc --gc
+    after=$(wc -c <"$C/stats")
+    ((after * 5 < before)) || fail "the stats file went from $before to $after bytes"
+    assert_equal "$(wc -l <"$C/stats")" 3
+    blc --stats --json >"$T/after.json"
+    cmp "$T/before.json" "$T/after.json" || fail "$(diff "$T/before.json" "$T/after.json")"
+    ls "$C" | grep -q '^stats\.gc' && fail "an aside file was left: $(ls "$C")"
+    # A second --gc keeps the same; calls after it add to the sums.
+    run -0 blc --gc
+    cmp "$T/before.json" <(blc --stats --json) || fail "a second --gc changed the report"
+    blc k "$COUNTED" 0 x >/dev/null
+    assert_counts --cache-dir "$C" -- hits=32 builds=2 failed_builds=1 misses=3
+}
+
 # counts_are DIR NAME=VALUE: the file store's counter is VALUE.
 counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
 
