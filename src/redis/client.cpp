@@ -209,7 +209,8 @@ void RedisClient::eval_unread(const RedisScript& script, const std::vector<std::
                               const std::vector<std::string_view>& argv) {
   const std::string nkeys = std::to_string(keys.size());
   auto conn = connection_for(keys.front());
-  if (auto* c = std::get_if<RedisConnection*>(&conn)) (*c)->send_unread(eval_words(script, nkeys, keys, argv));
+  if (auto* c = std::get_if<RedisConnection*>(&conn))
+    (*c)->send_unread(eval_words(script, nkeys, keys, argv));
 }
 
 } // namespace bufferlock
