@@ -2,19 +2,27 @@
 # bufferlock cache --explain (SPEC §21): a miss says why on one stderr line
 # (no entry of KEY, expired, which --depends paths and files differ from the
 # newest entry of KEY, another --output list), a hit says its entry's age
-# and host; -v says the same of misses; on the file, Redis and HTTP stores.
+# and host; -v says the same of misses; on the file, Redis, HTTP and S3 stores.
 # The per-path manifest behind it is bounded (64 KiB of file lists).
 
 bats_require_minimum_version 1.5.0
 
 load http_helpers
+load s3_helpers
 load cache_helpers
 
-setup_file() { http_redis_setup_file; }
-teardown_file() { http_redis_teardown_file; }
+setup_file() {
+    http_redis_setup_file
+    s3_setup_file
+}
+teardown_file() {
+    s3_teardown_file
+    http_redis_teardown_file
+}
 
 setup() {
     http_redis_setup
+    s3_setup
     W="$T/work"
     mkdir -p "$W/src"
     printf 'a\n' >"$W/src/a.c"
@@ -87,6 +95,15 @@ explain_reasons() {
 
 @test "http store: the same lines, from the objects' headers" {
     explain_reasons blh
+}
+
+# bl3 ARGS...: `bufferlock cache` on this test's S3 store.
+bl3() {
+    "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$@"
+}
+
+@test "s3 store: the same lines, from the objects' headers" {
+    explain_reasons bl3
 }
 
 @test "-v says the same miss line, and BUFFERLOCK_CACHE_EXPLAIN=1 is --explain" {

@@ -9,13 +9,23 @@
 bats_require_minimum_version 1.5.0
 
 load http_helpers
+load s3_helpers
 load cache_helpers
 load stats_helpers
 
-setup_file() { http_redis_setup_file; }
-teardown_file() { http_redis_teardown_file; }
+setup_file() {
+    http_redis_setup_file
+    s3_setup_file
+}
+teardown_file() {
+    s3_teardown_file
+    http_redis_teardown_file
+}
 
-setup() { http_redis_setup; }
+setup() {
+    http_redis_setup
+    s3_setup
+}
 teardown() { http_redis_teardown; }
 
 # stat ARGS... -- PATH: `bufferlock cache ARGS... --stats --json`, then the
@@ -293,6 +303,29 @@ PY
     assert_counts --cache-dir "$T/cacheC" --store "$STORE" -- hits=1
     assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     assert_stats_ttl '{buffer:lock:stats:*' 7
+}
+
+@test "s3 store: counts in the -r Redis from two runners, a hit's count on its last use's connection; without -r in the cache directory" {
+    crowd 3 kc --store "$S3_STORE" -r "$REDIS_URL"
+    run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 x
+    run -4 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k2 sh -c 'exit 4'
+    run -0 traced "$T/trace" --cache-dir "$T/cacheB" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
+    assert_output x
+    local count_fd use_fd
+    count_fd=$(count_is_last "$T/trace") || fail "$(cat "$T/trace")"
+    use_fd=$(sed -n 's/.*sendto(\([0-9]*\),.*uses:.*/\1/p' "$T/trace")
+    [[ -n $use_fd && $use_fd == "$count_fd" ]] || fail "use on '$use_fd', count on '$count_fd': $(cat "$T/trace")"
+    run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 z
+    assert_output x
+    assert_counts --cache-dir "$T/cacheB" --store "$S3_STORE" -r "$REDIS_URL" -- \
+        builds=2 failed_builds=1 misses=3 hits=2 waits=2
+    assert_equal "$(stat --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" -- "['top'][0]['key']")" kc
+    [[ -z $(ls "$T/cacheA" "$T/cacheB" 2>/dev/null | grep '^stats') ]] || fail "counted in a cache directory"
+    assert_stats_ttl '{buffer:lock:stats:*' 5
+    # Without -r: per cache directory.
+    run -0 "$BL" cache --cache-dir "$T/cacheC" --store "$S3_STORE" k "$COUNTED" 0 w
+    assert_output x
+    assert_counts --cache-dir "$T/cacheC" --store "$S3_STORE" -- hits=1
 }
 
 @test "each format read by its consumer: python3 json, markdown tables, promtool; the textfile write of the man page" {
