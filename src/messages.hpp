@@ -171,6 +171,7 @@ namespace bufferlock {
   X(cache_not_stored, "cache '%{key}': not stored (build %{seconds}s): %{why}")                              \
   X(cache_explain_miss, "miss for '%{key}': %{why}")                                                      \
   X(cache_explain_hit, "hit for '%{key}': age %{age}s, built on %{host}")                                    \
+  X(cache_explain_stale, "stale for '%{key}': age %{age}s, --max-age %{max_age}s, --stale %{stale}s: %{what}") \
   X(cache_depends_missing, "--depends %{path}: %{error} (counted as missing)")                                \
   X(cache_dir_unusable, "cannot use the cache directory %{path} (its locks live there): %{error}")            \
   X(cache_removed, "removed '%{key}' (inputs %{inputs}, %{stored} bytes) from %{from}: %{why}")               \

@@ -87,6 +87,15 @@ void explain_hit(const CacheRequest& o, const EntryHeader& h) {
   say(message(Msg::cache_explain_hit, {{"key", display_key(o.key)}, {"age", age_of(h)}, {"host", host}}));
 }
 
+void explain_stale(const CacheRequest& o, const EntryHeader& h, std::string_view what) {
+  if (!explaining(o)) return;
+  say(message(Msg::cache_explain_stale, {{"key", display_key(o.key)},
+                                         {"age", age_of(h)},
+                                         {"max_age", format_seconds(o.cache.max_age.value_or(Nanos(0)))},
+                                         {"stale", format_seconds(o.cache.stale.value_or(Nanos(0)))},
+                                         {"what", std::string(what)}}));
+}
+
 std::string miss_reason(const CacheRequest& o, const EntryStore& store, const Lookup& found, const Inputs& inputs,
                         const Manifest& now) {
   if (o.cache.force) return "--force rebuilds it";

@@ -19,6 +19,11 @@ EntrySection manifest_section(Manifest seen);
 // With --explain (the caller checks): the hit line of the entry with header `h`.
 void explain_hit(const CacheRequest& o, const EntryHeader& h);
 
+// The line of an entry within --stale (`h`), once the call knows `what` it
+// does with it: served while another caller or a background run rebuilds
+// it, or rebuilt now. Said only when explaining.
+void explain_stale(const CacheRequest& o, const EntryHeader& h, std::string_view what);
+
 // The miss line: `found` is the first lookup at the caller's address
 // (missing, corrupt, unreadable, or an entry that is not fresh), `inputs`
 // and `now` what the inputs are.

@@ -9,9 +9,9 @@
 
 namespace bufferlock {
 
-ObjectUses::ObjectUses(const RedisLockSettings& redis, const std::string& location)
-    : redis_(std::make_unique<RedisStore>(redis, std::nullopt)),
-      key_(redis.key_prefix + "uses:" + md5_hex(location)) {}
+ObjectUses::ObjectUses(std::shared_ptr<const RedisStore> redis, const std::string& prefix,
+                       const std::string& location)
+    : redis_(std::move(redis)), key_(prefix + "uses:" + md5_hex(location)) {}
 
 ObjectUses::~ObjectUses() = default;
 

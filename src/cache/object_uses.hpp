@@ -28,8 +28,10 @@ inline constexpr std::int64_t uses_ttl_ms = 30LL * 24 * 3600 * 1000;
 class ObjectUses {
 public:
   // The uses of the store at `location` (its URL, password hidden), in the
-  // Redis of `redis`. Nothing is connected before the first use.
-  ObjectUses(const RedisLockSettings& redis, const std::string& location);
+  // Redis `redis` (-r, made with the key prefix `prefix`), whose connection
+  // the store's counters share (stats_redis.hpp). Nothing is connected
+  // before the first use.
+  ObjectUses(std::shared_ptr<const RedisStore> redis, const std::string& prefix, const std::string& location);
   ~ObjectUses();
 
   // The hash's name.
@@ -45,7 +47,7 @@ public:
   void after_fork() const;
 
 private:
-  std::unique_ptr<RedisStore> redis_; // its connection and commands, shared with the Redis store
+  std::shared_ptr<const RedisStore> redis_; // its connection and commands, shared with the Redis store
   std::string key_;
 };
 

@@ -27,16 +27,28 @@ struct StoreRequest {
   const RedisLockSettings& redis;
   const std::string& cache_dir;
   const s3::EnvLookup& getenv;
+  // The -r Redis of a remote store: one connection for its record of uses
+  // and its counters (made by the first that asks).
+  mutable std::shared_ptr<const RedisStore> r_redis;
 };
+
+bool has_r_redis(const StoreRequest& r) {
+  const RedisUrl& url = r.redis.url;
+  return !(url.transport == RedisUrl::Transport::tcp && url.host.empty()); // the empty default: no -r
+}
+
+std::shared_ptr<const RedisStore> r_redis(const StoreRequest& r) {
+  if (!r.r_redis) r.r_redis = std::make_shared<RedisStore>(r.redis, std::nullopt);
+  return r.r_redis;
+}
 
 using Opened = std::variant<std::unique_ptr<EntryStore>, std::string>;
 
 // Where a remote store at `location` (http, S3) records its objects' last
 // use: the -r Redis; null without -r (its URL is then the empty default).
 std::unique_ptr<ObjectUses> object_uses(const StoreRequest& r, const std::string& location) {
-  const RedisUrl& url = r.redis.url;
-  if (url.transport == RedisUrl::Transport::tcp && url.host.empty()) return nullptr;
-  return std::make_unique<ObjectUses>(r.redis, location);
+  if (!has_r_redis(r)) return nullptr;
+  return std::make_unique<ObjectUses>(r_redis(r), r.redis.key_prefix, location);
 }
 
 Opened open_file(const StoreRequest& r) { return std::make_unique<CacheStore>(r.cache_dir); }
@@ -133,10 +145,8 @@ OpenedStats redis_stats(const StoreRequest& r, const EntryStore& store) {
   return std::make_unique<StatsRedis>(static_cast<const RedisStore&>(store), r.redis.key_prefix); // open_redis's
 }
 OpenedStats remote_stats(const StoreRequest& r, const EntryStore& store) {
-  const RedisUrl& url = r.redis.url;
-  if (url.transport == RedisUrl::Transport::tcp && url.host.empty())
-    return std::make_unique<StatsFile>(r.cache_dir, "stats." + md5_hex(store.location()));
-  return std::make_unique<StatsRedis>(r.redis, store.location());
+  if (!has_r_redis(r)) return std::make_unique<StatsFile>(r.cache_dir, "stats." + md5_hex(store.location()));
+  return std::make_unique<StatsRedis>(r_redis(r), r.redis.key_prefix, store.location());
 }
 
 struct Scheme {
@@ -276,7 +286,7 @@ std::variant<std::unique_ptr<EntryStore>, std::string>
 open_store(const CacheSettings& cache, const RedisLockSettings& redis, const std::string& cache_dir,
            const s3::EnvLookup& getenv) {
   const Scheme& s = scheme_of(cache);
-  const StoreRequest r{cache, redis, cache_dir, getenv};
+  const StoreRequest r{cache, redis, cache_dir, getenv, nullptr};
   Opened made = s.open(r);
   auto* store = std::get_if<std::unique_ptr<EntryStore>>(&made);
   if (!store) return made;

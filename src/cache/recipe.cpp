@@ -553,6 +553,10 @@ std::optional<int> warm_start(const CacheRequest& o, const EntryStore& store, Lo
   return std::nullopt;
 }
 
+// What --explain says a call does with an entry within --stale.
+constexpr std::string_view stale_served_meanwhile = "served while another caller rebuilds it";
+constexpr std::string_view stale_rebuilt_now = "rebuilt now, not served (--background serves it meanwhile)";
+
 // --read-only on a miss (SPEC §22): nothing is written, and nothing held
 // that a builder would wait for. A build in progress (the lock is busy,
 // seen without taking it) is waited for as a waiter does, and its entry
@@ -567,8 +571,12 @@ int read_only_miss(const CacheRequest& o, const EntryStore& store, const Inputs&
   locking.shared = o.backend == Backend::file;
   locking.fail_open = true;
   const std::unique_ptr<Lock> lock = make_lock(locking, lock_dir);
-  if (lock->status().state != LockState::held) return run_child(o.argv);
+  if (lock->status().state != LockState::held) {
+    if (stale) explain_stale(o, stale->header, "the command runs (--read-only, the lock could not be taken)");
+    return run_child(o.argv);
+  }
   if (stale) {
+    explain_stale(o, stale->header, "served (--read-only rebuilds nothing)");
     const auto status = restore_and_serve(o, store, *stale, nullptr, Msg::cache_served_stale,
                                           {{"why", "another caller is rebuilding it"}});
     return status ? *status : run_child(o.argv);
@@ -678,6 +686,7 @@ int admin(const CacheRequest& o, const EntryStore& store) {
   const auto counts =
       store.gc(GcPolicy{o.cache.max_age, o.cache.max_size, wall_clock_ns(), o.cache.max_unused});
   if (auto* e = std::get_if<SysError>(&counts)) return failed(*e, store.messages().list_failed);
+  store.compact_stats();
   return exit_code::ok;
 }
 
@@ -824,22 +833,27 @@ int miss(Call& c, const CachedEntry* stale) {
   if (stale && !o.cache.force) {
     // Somebody rebuilding already? Then the stale entry will do.
     const Outcome tried = lock->acquire(Nanos(0), OnError::retry);
-    if (tried.status == AcquireStatus::busy)
+    if (tried.status == AcquireStatus::busy) {
+      explain_stale(o, stale->header, stale_served_meanwhile);
       if (const auto status = restore_and_serve(o, c.store, *stale, nullptr, Msg::cache_served_stale,
                                                 {{"why", "another caller is rebuilding it"}}))
         return *status;
+    }
     if (tried.status == AcquireStatus::acquired) {
       const Restored r = o.cache.background ? restore(o, c.store, *stale) : Restored{false, 0};
       if (r.stop) return stopped(lock.get(), r.stop);
       if (r.ok) {
+        explain_stale(o, stale->header, "served while it is rebuilt in the background");
         rebuild_in_background(o, c.store, c.inputs, c.trail, c.seen, *lock, unusable);
         return serve_as(o, c.store, *stale, Msg::cache_served_stale,
                         {{"why", "rebuilding it in the background"}});
       }
+      explain_stale(o, stale->header, stale_rebuilt_now);
       if (const auto end = warm_start(o, c.store, *lock)) return *end;
       return build(o, c.store, c.inputs, c.trail, c.seen, lock.get(), unusable,
                    o.cache.stale_if_error ? stale : nullptr);
     }
+    if (tried.status != AcquireStatus::busy) explain_stale(o, stale->header, stale_rebuilt_now);
   }
   return build_locked(c, locking, *lock, unusable);
 }
@@ -871,7 +885,8 @@ int serve_or_build(const CacheRequest& o, EntryStore& store, const std::string& 
     have = false; // refused outputs: a miss, rebuilt
     c.found = Lookup{LookupState::missing, {}, {}};
   }
-  explain_miss(o, store, c.found, c.inputs, c.seen);
+  // An entry within --stale is explained once the call knows what it does with it (miss()).
+  if (!(have && age == Freshness::stale && !o.cache.force)) explain_miss(o, store, c.found, c.inputs, c.seen);
 
   // A miss. A closed stdout or stderr (2>&-) must not be taken over by the
   // entry or lock files opened from here on.

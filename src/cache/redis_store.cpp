@@ -61,11 +61,15 @@ std::string RedisStore::where(std::string_view key, const Inputs& inputs) const 
   return "Redis at " + server() + ", key " + entry_key(key, inputs);
 }
 
-template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) const {
+RedisClient& RedisStore::client() const {
   if (!client_)
     client_.emplace(settings_.url, settings_.password,
                     RedisTimeouts{settings_.connect_timeout, settings_.io_timeout}, settings_.backoff());
-  const bool reused = client_->connected();
+  return *client_;
+}
+
+template <class Send> RedisResult<RedisReply> RedisStore::on_client(Send send) const {
+  const bool reused = client().connected();
   for (int attempt = 0;; ++attempt) {
     auto reply = send(*client_);
     const auto* e = std::get_if<RedisError>(&reply);
@@ -82,6 +86,11 @@ RedisResult<RedisReply> RedisStore::call(const std::vector<std::string_view>& ar
 RedisResult<RedisReply> RedisStore::eval(const RedisScript& script, const std::vector<std::string>& keys,
                                          const std::vector<std::string_view>& argv) const {
   return on_client([&](RedisClient& c) { return c.eval(script, keys, argv); });
+}
+
+void RedisStore::eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
+                             const std::vector<std::string_view>& argv) const {
+  client().eval_unread(script, keys, argv);
 }
 
 void RedisStore::after_fork() const {

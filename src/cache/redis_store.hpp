@@ -73,6 +73,9 @@ public:
   // does not know it yet).
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv) const;
+  // A script sent the same way whose reply is never read (RedisClient::eval_unread).
+  void eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
+                   const std::vector<std::string_view>& argv) const;
 
   std::optional<Nanos> expire_after() const { return expire_after_; }
 
@@ -90,6 +93,7 @@ private:
   read_header(const std::string& ekey) const;
   // SEND(client) on the lock's client, once more if a kept connection dropped.
   template <class Send> RedisResult<RedisReply> on_client(Send send) const;
+  RedisClient& client() const;
 
   RedisLockSettings settings_;
   std::optional<Nanos> expire_after_;

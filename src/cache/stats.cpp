@@ -16,49 +16,6 @@ namespace bufferlock {
 
 namespace {
 
-enum class Unit { count, bytes, nanos, rate };
-
-// One figure of the report, for every format: the text and markdown label,
-// the JSON field, the Prometheus family (a counter) and its help. The rate
-// is derived from the others, so Prometheus leaves it to a query.
-struct Figure {
-  std::uint64_t StatsCounters::*field; // null for the rate
-  Unit unit;
-  std::size_t indent; // 2 for a part of the figure above (builds of misses)
-  std::string_view label;
-  std::string_view json;
-  std::string_view metric;
-  std::string_view help;
-};
-
-constexpr Figure figures[] = {
-    {&StatsCounters::hits, Unit::count, 0, "Hits", "hits", "hits_total",
-     "Cache calls served from a sound entry they found."},
-    {&StatsCounters::stale_serves, Unit::count, 0, "Stale serves", "stale_serves", "stale_serves_total",
-     "Cache calls served from an expired entry (--stale, --stale-if-error)."},
-    {&StatsCounters::waits, Unit::count, 0, "Waits", "waits", "waits_total",
-     "Cache calls served the entry another caller built while they waited."},
-    {&StatsCounters::misses, Unit::count, 0, "Misses", "misses", "misses_total",
-     "Cache calls that found nothing to serve (builds and failed builds)."},
-    {&StatsCounters::builds, Unit::count, 2, "Builds", "builds", "builds_total",
-     "Cache calls that built the entry."},
-    {&StatsCounters::failed_builds, Unit::count, 2, "Failed builds", "failed_builds", "failed_builds_total",
-     "Cache calls whose build exited non-zero."},
-    {&StatsCounters::warm_starts, Unit::count, 0, "Warm starts", "warm_starts", "warm_starts_total",
-     "Builds that started from a restored earlier entry (--warm)."},
-    {&StatsCounters::store_errors, Unit::count, 0, "Store errors", "store_errors", "store_errors_total",
-     "Reads and writes of the store that failed."},
-    {nullptr, Unit::rate, 0, "Hit rate", "hit_rate_percent", "", ""},
-    {&StatsCounters::bytes_served, Unit::bytes, 0, "Bytes served", "bytes_served", "served_bytes_total",
-     "Bytes of entries served without building."},
-    {&StatsCounters::bytes_stored, Unit::bytes, 0, "Bytes stored", "bytes_stored", "stored_bytes_total",
-     "Stored size of the entries the builds stored."},
-    {&StatsCounters::build_ns, Unit::nanos, 0, "Build time", "build_seconds", "build_seconds_total",
-     "Time the builds took."},
-    {&StatsCounters::saved_ns, Unit::nanos, 0, "Time saved", "saved_seconds", "saved_seconds_total",
-     "Build time of every entry served without building."},
-};
-
 constexpr std::string_view metric_prefix = "bufferlock_cache_";
 
 std::uint64_t served(const StatsCounters& c) { return c.hits + c.stale_serves + c.waits; }
@@ -99,12 +56,12 @@ std::string human_bytes(std::uint64_t n) {
 }
 
 // A figure as text and markdown show it.
-std::string shown(const Figure& f, const StatsCounters& c) {
+std::string shown(const StatsFigure& f, const StatsCounters& c) {
   switch (f.unit) {
-  case Unit::count: return std::to_string(c.*f.field);
-  case Unit::bytes: return human_bytes(c.*f.field);
-  case Unit::nanos: return seconds_tenths(c.*f.field);
-  case Unit::rate: {
+  case StatsUnit::count: return std::to_string(c.*f.field);
+  case StatsUnit::bytes: return human_bytes(c.*f.field);
+  case StatsUnit::nanos: return seconds_tenths(c.*f.field);
+  case StatsUnit::rate: {
     const auto tenths = rate_tenths(c);
     return tenths ? tenths_text(*tenths) + "%" : "-";
   }
@@ -116,10 +73,10 @@ std::string shown(const Figure& f, const StatsCounters& c) {
 
 std::string text(const StatsReport& r) {
   std::size_t width = std::string_view("Store:").size();
-  for (const Figure& f : figures)
+  for (const StatsFigure& f : stats_figures)
     width = std::max(width, f.indent + f.label.size() + 1);
   std::string out = fmt::format("{:<{}} {} {}\n", "Store:", width, r.store, escape_key(r.location));
-  for (const Figure& f : figures) {
+  for (const StatsFigure& f : stats_figures) {
     const std::string label = std::string(f.indent, ' ') + std::string(f.label) + ":";
     out += fmt::format("{:<{}} {}\n", label, width, shown(f, r.total));
   }
@@ -144,12 +101,12 @@ std::string text(const StatsReport& r) {
 
 JsonObject& add_counters(JsonObject& o, const StatsCounters& c) {
   o.number("calls", served(c) + c.misses).number("served", served(c));
-  for (const Figure& f : figures) {
+  for (const StatsFigure& f : stats_figures) {
     switch (f.unit) {
-    case Unit::count:
-    case Unit::bytes: o.number(f.json, c.*f.field); break;
-    case Unit::nanos: o.raw(f.json, decimal_seconds(c.*f.field)); break;
-    case Unit::rate: {
+    case StatsUnit::count:
+    case StatsUnit::bytes: o.number(f.json, c.*f.field); break;
+    case StatsUnit::nanos: o.raw(f.json, decimal_seconds(c.*f.field)); break;
+    case StatsUnit::rate: {
       const auto tenths = rate_tenths(c);
       o.raw(f.json, tenths ? tenths_text(*tenths) : "null");
       break;
@@ -204,7 +161,7 @@ std::string markdown_code(std::string_view s, InTable in_table) {
 std::string markdown(const StatsReport& r) {
   std::string out = fmt::format("### bufferlock cache: {} store {}\n\n| counter | value |\n|---|---:|\n",
                                 r.store, markdown_code(r.location, InTable::no));
-  for (const Figure& f : figures)
+  for (const StatsFigure& f : stats_figures)
     out += fmt::format("| {} | {} |\n", f.label, shown(f, r.total));
   if (r.top.empty()) return out + "\nNo key has been served from the cache yet.\n";
   out += "\n| key | time saved | served |\n|---|---:|---:|\n";
@@ -236,12 +193,12 @@ std::string prometheus(const StatsReport& r) {
   const std::string labels =
       fmt::format("store=\"{}\",location=\"{}\"", label_value(r.store), label_value(r.location));
   std::string out;
-  for (const Figure& f : figures) {
-    if (f.unit == Unit::rate) continue;
+  for (const StatsFigure& f : stats_figures) {
+    if (f.unit == StatsUnit::rate) continue;
     const std::uint64_t v = r.total.*f.field;
     out += family(f.metric, f.help);
     out += fmt::format("{}{}{{{}}} {}\n", metric_prefix, f.metric, labels,
-                       f.unit == Unit::nanos ? decimal_seconds(v) : std::to_string(v));
+                       f.unit == StatsUnit::nanos ? decimal_seconds(v) : std::to_string(v));
   }
   if (r.top.empty()) return out;
   out += family("key_saved_seconds_total", "Time saved by one of the keys that saved most.");

@@ -36,6 +36,52 @@ struct StatsCounters {
   bool operator==(const StatsCounters&) const = default;
 };
 
+enum class StatsUnit { count, bytes, nanos, rate };
+
+// The counters, one row each, the one list that the storage (the records of
+// a stats file, the fields of a Redis hash: `name`) and the report's formats
+// (the text and markdown `label`, the JSON field, the Prometheus family, a
+// counter, and its help) all read, in the report's order. The hit rate is
+// derived from the others: it is not kept, and Prometheus leaves it to a query.
+struct StatsFigure {
+  std::uint64_t StatsCounters::*field; // null for the rate
+  StatsUnit unit;
+  std::size_t indent; // 2 for a part of the figure above (builds of misses)
+  std::string_view name;
+  std::string_view label;
+  std::string_view json;
+  std::string_view metric;
+  std::string_view help;
+};
+
+inline constexpr StatsFigure stats_figures[] = {
+    {&StatsCounters::hits, StatsUnit::count, 0, "hits", "Hits", "hits", "hits_total",
+     "Cache calls served from a sound entry they found."},
+    {&StatsCounters::stale_serves, StatsUnit::count, 0, "stale_serves", "Stale serves", "stale_serves",
+     "stale_serves_total", "Cache calls served from an expired entry (--stale, --stale-if-error)."},
+    {&StatsCounters::waits, StatsUnit::count, 0, "waits", "Waits", "waits", "waits_total",
+     "Cache calls served the entry another caller built while they waited."},
+    {&StatsCounters::misses, StatsUnit::count, 0, "misses", "Misses", "misses", "misses_total",
+     "Cache calls that found nothing to serve (builds and failed builds)."},
+    {&StatsCounters::builds, StatsUnit::count, 2, "builds", "Builds", "builds", "builds_total",
+     "Cache calls that built the entry."},
+    {&StatsCounters::failed_builds, StatsUnit::count, 2, "failed_builds", "Failed builds", "failed_builds",
+     "failed_builds_total", "Cache calls whose build exited non-zero."},
+    {&StatsCounters::warm_starts, StatsUnit::count, 0, "warm_starts", "Warm starts", "warm_starts",
+     "warm_starts_total", "Builds that started from a restored earlier entry (--warm)."},
+    {&StatsCounters::store_errors, StatsUnit::count, 0, "store_errors", "Store errors", "store_errors",
+     "store_errors_total", "Reads and writes of the store that failed."},
+    {nullptr, StatsUnit::rate, 0, "", "Hit rate", "hit_rate_percent", "", ""},
+    {&StatsCounters::bytes_served, StatsUnit::bytes, 0, "bytes_served", "Bytes served", "bytes_served",
+     "served_bytes_total", "Bytes of entries served without building."},
+    {&StatsCounters::bytes_stored, StatsUnit::bytes, 0, "bytes_stored", "Bytes stored", "bytes_stored",
+     "stored_bytes_total", "Stored size of the entries the builds stored."},
+    {&StatsCounters::build_ns, StatsUnit::nanos, 0, "build_ns", "Build time", "build_seconds",
+     "build_seconds_total", "Time the builds took."},
+    {&StatsCounters::saved_ns, StatsUnit::nanos, 0, "saved_ns", "Time saved", "saved_seconds",
+     "saved_seconds_total", "Build time of every entry served without building."},
+};
+
 // One KEY's share, for the keys that saved most.
 struct KeyStats {
   std::string key;

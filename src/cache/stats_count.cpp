@@ -7,26 +7,6 @@ namespace bufferlock {
 
 namespace {
 
-// The fields of StatsCounters with their names; one list for every sink.
-struct Field {
-  std::string_view name;
-  std::uint64_t StatsCounters::*member;
-};
-constexpr Field fields[] = {
-    {"hits", &StatsCounters::hits},
-    {"misses", &StatsCounters::misses},
-    {"builds", &StatsCounters::builds},
-    {"failed_builds", &StatsCounters::failed_builds},
-    {"waits", &StatsCounters::waits},
-    {"stale_serves", &StatsCounters::stale_serves},
-    {"warm_starts", &StatsCounters::warm_starts},
-    {"store_errors", &StatsCounters::store_errors},
-    {"bytes_served", &StatsCounters::bytes_served},
-    {"bytes_stored", &StatsCounters::bytes_stored},
-    {"build_ns", &StatsCounters::build_ns},
-    {"saved_ns", &StatsCounters::saved_ns},
-};
-
 constexpr char hex_digits[] = "0123456789abcdef";
 
 void append_hex(std::string& out, std::string_view s) {
@@ -113,21 +93,21 @@ StatsCounters counters_of(const CallCount& c) {
 }
 
 void add_counters(StatsCounters& to, const StatsCounters& c) {
-  for (const Field& f : fields)
-    to.*f.member += c.*f.member;
+  for (const StatsFigure& f : stats_figures)
+    if (f.field) to.*f.field += c.*f.field;
 }
 
 std::vector<std::pair<std::string_view, std::uint64_t>> counter_fields(const StatsCounters& c) {
   std::vector<std::pair<std::string_view, std::uint64_t>> out;
-  for (const Field& f : fields)
-    out.emplace_back(f.name, c.*f.member);
+  for (const StatsFigure& f : stats_figures)
+    if (f.field) out.emplace_back(f.name, c.*f.field);
   return out;
 }
 
 bool set_counter(StatsCounters& c, std::string_view name, std::uint64_t value) {
-  for (const Field& f : fields) {
-    if (f.name != name) continue;
-    c.*f.member = value;
+  for (const StatsFigure& f : stats_figures) {
+    if (!f.field || f.name != name) continue;
+    c.*f.field = value;
     return true;
   }
   return false;
@@ -153,15 +133,17 @@ void StatsSums::add(const std::string& key, const StatsCounters& c) {
   add_counters(keys[key], c);
 }
 
+std::string stats_record(const CallCount& c) { return stats_record(c.key, counters_of(c)); }
+
 // Made in one allocation: every hit of the file store writes one.
-std::string stats_record(const CallCount& c) {
-  const StatsCounters s = counters_of(c);
+std::string stats_record(std::string_view key, const StatsCounters& s) {
   std::string out;
-  out.reserve(8 + std::size(fields) * 40 + 2 * c.key.size());
+  out.reserve(8 + std::size(stats_figures) * 40 + 2 * key.size());
   out += '1';
   char digits[24];
-  for (const Field& f : fields) {
-    const std::uint64_t value = s.*f.member;
+  for (const StatsFigure& f : stats_figures) {
+    if (!f.field) continue;
+    const std::uint64_t value = s.*f.field;
     if (value == 0) continue;
     out += ' ';
     out += f.name;
@@ -169,7 +151,7 @@ std::string stats_record(const CallCount& c) {
     out.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
   }
   out += " key=";
-  append_hex(out, c.key);
+  append_hex(out, key);
   out += '\n';
   return out;
 }

@@ -59,6 +59,8 @@ struct StatsSums {
 // One call as a line of the file sink: "1 FIELD=N ... key=HEX\n", only the
 // counters that are not 0 (small: one write(2) of O_APPEND).
 std::string stats_record(const CallCount& c);
+// The same line for counters summed (a compacted file: one line a KEY).
+std::string stats_record(std::string_view key, const StatsCounters& s);
 
 // Adds the sound records of `text` (lines of stats_record) to `sums`; a
 // torn or foreign line is skipped.
@@ -74,6 +76,9 @@ public:
   virtual std::variant<StatsSums, SysError> read() const = 0;
   // Forgets everything counted (--stats --zero).
   virtual std::optional<SysError> zero() const = 0;
+  // --gc: keeps the same sums in less room, where the sink grows with each
+  // call; best effort, silent (as counting is).
+  virtual void compact() const {}
   // In a forked child: its own connection.
   virtual void after_fork() const {}
 };

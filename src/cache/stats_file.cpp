@@ -20,6 +20,29 @@ void StatsFile::count(const CallCount& c) const {
   if (fd) write_all(fd.get(), stats_record(c));
 }
 
+namespace {
+
+// Appends to `text` what `fd` holds from where it is to its end; false on an error.
+bool read_rest(int fd, std::string& text) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+// The whole lines of `text` from `from` on.
+std::string_view whole_lines(std::string_view text, std::size_t from) {
+  const std::size_t end = text.rfind('\n');
+  if (end == std::string_view::npos || end < from) return {};
+  return text.substr(from, end + 1 - from);
+}
+
+} // namespace
+
 std::variant<StatsSums, SysError> StatsFile::read() const {
   StatsSums sums;
   const UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -28,16 +51,37 @@ std::variant<StatsSums, SysError> StatsFile::read() const {
     return SysError{path_, errno_text(errno)};
   }
   std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SysError{path_, errno_text(errno)};
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
+  if (!read_rest(fd.get(), text)) return SysError{path_, errno_text(errno)};
   sum_records(text, sums);
   return sums;
+}
+
+// The file is renamed aside, so that new calls append to a fresh one; the
+// aside file's sums are appended there as one record a KEY (one write), then
+// what reached the aside file meanwhile (a caller that opened it before the
+// rename), and it is removed. A record appended to it after that last read
+// is lost: a window of microseconds between a caller's open and its write,
+// and a count not written is dropped anyway (SPEC §21). When the sums cannot
+// be appended the aside file is put back unless a fresh one exists by then.
+void StatsFile::compact() const {
+  const std::string aside = path_ + ".gc" + std::to_string(::getpid());
+  if (::rename(path_.c_str(), aside.c_str()) != 0) return; // none, or not ours to move
+  const UniqueFd in(::open(aside.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  std::string text;
+  StatsSums sums;
+  const bool read = in && read_rest(in.get(), text);
+  sum_records(text, sums);
+  std::string records;
+  for (const auto& [key, c] : sums.keys)
+    records += stats_record(key, c);
+  const std::size_t summed = whole_lines(text, 0).size();
+  const UniqueFd out(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!read || !out || !write_all(out.get(), records)) {
+    if (::link(aside.c_str(), path_.c_str()) == 0) ::unlink(aside.c_str());
+    return;
+  }
+  if (read_rest(in.get(), text)) write_all(out.get(), whole_lines(text, summed));
+  ::unlink(aside.c_str());
 }
 
 std::optional<SysError> StatsFile::zero() const {

@@ -19,6 +19,8 @@ public:
   void count(const CallCount& c) const override;
   std::variant<StatsSums, SysError> read() const override;
   std::optional<SysError> zero() const override;
+  // One line a KEY in place of one a call (see stats_file.cpp).
+  void compact() const override;
 
 private:
   std::string dir_;

@@ -37,9 +37,9 @@ StatsCounters counters_of_hash(const redisReply* rep, std::string* key = nullptr
 StatsRedis::StatsRedis(const RedisStore& store, const std::string& prefix)
     : redis_(&store), base_("{" + prefix + "stats}") {}
 
-StatsRedis::StatsRedis(const RedisLockSettings& redis, const std::string& location)
-    : own_(std::make_unique<RedisStore>(redis, std::nullopt)), redis_(own_.get()),
-      base_("{" + redis.key_prefix + "stats:" + md5_hex(location) + "}") {}
+StatsRedis::StatsRedis(std::shared_ptr<const RedisStore> redis, const std::string& prefix,
+                       const std::string& location)
+    : own_(std::move(redis)), redis_(own_.get()), base_("{" + prefix + "stats:" + md5_hex(location) + "}") {}
 
 StatsRedis::~StatsRedis() = default;
 
@@ -58,8 +58,13 @@ void StatsRedis::count(const CallCount& c) const {
     argv.push_back(name);
     argv.push_back(values.back());
   }
-  // The reply is not looked at: a count that could not be written is dropped.
-  redis_->eval(cache_stats_count_script, {base_, saved_key(base_), base_ + ":key:" + md5_hex(c.key)}, argv);
+  // Sent on the connection the call already has, after its other commands,
+  // and never waited for: counting costs no round trip (SPEC §21). The
+  // server runs what it read before we close; a reply never read loses
+  // nothing but what was lost anyway (a count that could not be written is
+  // dropped silently: an error, a MOVED in a cluster, a dead connection).
+  redis_->eval_unread(cache_stats_count_script, {base_, saved_key(base_), base_ + ":key:" + md5_hex(c.key)},
+                      argv);
 }
 
 std::variant<StatsSums, SysError> StatsRedis::read() const {

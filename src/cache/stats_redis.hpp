@@ -25,8 +25,10 @@ public:
   // The counters of the Redis store `store`, on its connection.
   explicit StatsRedis(const RedisStore& store, const std::string& prefix);
   // The counters of the remote store at `location` (password hidden), in
-  // the Redis of `redis` (-r); nothing is connected before the first use.
-  StatsRedis(const RedisLockSettings& redis, const std::string& location);
+  // the -r Redis `redis` (key prefix `prefix`), on the connection that the
+  // store's record of uses shares: a hit's count follows its use there.
+  // Nothing is connected before the first use.
+  StatsRedis(std::shared_ptr<const RedisStore> redis, const std::string& prefix, const std::string& location);
   ~StatsRedis() override;
 
   void count(const CallCount& c) const override;
@@ -35,7 +37,7 @@ public:
   void after_fork() const override;
 
 private:
-  std::unique_ptr<RedisStore> own_; // with -r
+  std::shared_ptr<const RedisStore> own_; // with -r
   const RedisStore* redis_;
   std::string base_; // {PREFIXstats...}
 };

@@ -262,6 +262,10 @@ public:
   std::variant<StatsReport, SysError> stats() const;
   // Forgets them (--stats --zero).
   std::optional<SysError> zero_stats() const;
+  // --gc: the counters kept in less room (StatsSink::compact).
+  void compact_stats() const {
+    if (stats_) stats_->compact();
+  }
 
   // --sign-key: entries are signed when written, and served only when their
   // tag checks (else a miss, "corrupt"). Null: neither.

@@ -205,4 +205,12 @@ RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::
   return keyed(keys.front(), evalsha_words(eval, script), &eval, Nanos(0), retry_tryagain);
 }
 
+void RedisClient::eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
+                              const std::vector<std::string_view>& argv) {
+  const std::string nkeys = std::to_string(keys.size());
+  auto conn = connection_for(keys.front());
+  if (auto* c = std::get_if<RedisConnection*>(&conn))
+    (*c)->send_unread(eval_words(script, nkeys, keys, argv));
+}
+
 } // namespace bufferlock

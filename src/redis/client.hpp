@@ -47,6 +47,14 @@ public:
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv, bool retry_tryagain = true);
 
+  // EVAL `script` on the node of keys.front() (the one a MOVED named for
+  // its slot, else the first) without waiting for its reply: the script's
+  // text, so that a server that does not know it yet still runs it. Nothing
+  // is followed (a MOVED, a TRYAGAIN, an error): for writes whose loss is
+  // acceptable and which should cost no round trip.
+  void eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
+                   const std::vector<std::string_view>& argv);
+
   // The masters of a Redis Cluster (CLUSTER SLOTS), or none when the server
   // is not a cluster: commands without a key (SCAN) must ask each of them.
   RedisResult<std::vector<RedisUrl::Address>> masters();

@@ -102,6 +102,8 @@ RedisConnection::pipeline(const std::vector<std::vector<std::string_view>>& comm
     failed = redis_error(RedisError::Kind::dropped, "connection already failed");
   else if (auto e = stream_.write_all(request, deadline))
     failed = fail(*e);
+  for (; unread_ > 0 && !failed && !broken_; --unread_)
+    read_reply(deadline); // an error reply of one is not this caller's
   std::vector<RedisResult<RedisReply>> out;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     if (!failed && broken_) failed = redis_error(RedisError::Kind::dropped, "connection already failed");
@@ -119,6 +121,10 @@ std::optional<RedisError> RedisConnection::send(const std::vector<std::string_vi
   format_command(args, request);
   if (auto e = stream_.write_all(request, deadline_after(io_timeout_))) return fail(*e);
   return std::nullopt;
+}
+
+void RedisConnection::send_unread(const std::vector<std::string_view>& args) {
+  if (!send(args)) ++unread_;
 }
 
 std::optional<RedisResult<RedisReply>> RedisConnection::take_reply() {

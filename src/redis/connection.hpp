@@ -62,6 +62,10 @@ public:
   std::optional<RedisResult<RedisReply>> take_reply();
   int fd() const { return stream_.fd(); }
 
+  // Sends one command whose reply is never wanted: the next pipeline()
+  // reads it first and throws it away. Nothing waits for it.
+  void send_unread(const std::vector<std::string_view>& args);
+
 private:
   struct ReaderDeleter {
     void operator()(redisReader* r) const { redisReaderFree(r); }
@@ -74,6 +78,7 @@ private:
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
   Nanos io_timeout_;
   bool broken_ = false;
+  std::size_t unread_ = 0; // replies of send_unread still to be skipped
 };
 
 } // namespace bufferlock

@@ -2,19 +2,27 @@
 # bufferlock cache --explain (SPEC §21): a miss says why on one stderr line
 # (no entry of KEY, expired, which --depends paths and files differ from the
 # newest entry of KEY, another --output list), a hit says its entry's age
-# and host; -v says the same of misses; on the file, Redis and HTTP stores.
+# and host; -v says the same of misses; on the file, Redis, HTTP and S3 stores.
 # The per-path manifest behind it is bounded (64 KiB of file lists).
 
 bats_require_minimum_version 1.5.0
 
 load http_helpers
+load s3_helpers
 load cache_helpers
 
-setup_file() { http_redis_setup_file; }
-teardown_file() { http_redis_teardown_file; }
+setup_file() {
+    http_redis_setup_file
+    s3_setup_file
+}
+teardown_file() {
+    s3_teardown_file
+    http_redis_teardown_file
+}
 
 setup() {
     http_redis_setup
+    s3_setup
     W="$T/work"
     mkdir -p "$W/src"
     printf 'a\n' >"$W/src/a.c"
@@ -88,6 +96,43 @@ explain_reasons() {
 @test "http store: the same lines, from the objects' headers" {
     explain_reasons blh
 }
+
+# bl3 ARGS...: `bufferlock cache` on this test's S3 store.
+bl3() {
+    "$BL" cache --cache-dir "$C" --store "$S3_STORE" "$@"
+}
+
+@test "s3 store: the same lines, from the objects' headers" {
+    explain_reasons bl3
+}
+
+@test "an entry within --stale: the line says it is stale and what the call did with it" {
+    local stale_line="^bufferlock: stale for '$K': age ${SECS}s, --max-age 1\\.000s, --stale 3600\\.000s: "
+    run -0 blc --max-age 1 --stale 1h "$K" echo one
+    sleep 1.5
+    # Served at once, rebuilt in the background.
+    run -0 --separate-stderr blc --explain --max-age 1 --stale 1h --background "$K" "$COUNTED" 0 two
+    assert_output one
+    assert_line_is "${stale_line}served while it is rebuilt in the background\$"
+    poll_until 30 runs_are 1 || fail "no background rebuild"
+    # Another caller rebuilds it (held by a gated build): served meanwhile.
+    sleep 1.5
+    spawn_caller g --max-age 1 --stale 1h "$K" "$GATED" three
+    poll_until 30 runs_are 2 || fail "the rebuild did not start"
+    run -0 --separate-stderr blc --explain --max-age 1 --stale 1h "$K" echo four
+    assert_output two
+    assert_line_is "${stale_line}served while another caller rebuilds it\$"
+    open_gate
+    wait_callers 60
+    assert_equal "$(caller_status g)" 0
+    # Without --background and nobody rebuilding: rebuilt now, not served.
+    sleep 1.5
+    run -0 --separate-stderr blc --explain --max-age 1 --stale 1h "$K" echo five
+    assert_output five
+    assert_line_is "${stale_line}rebuilt now, not served \\(--background serves it meanwhile\\)\$"
+}
+
+runs_are() { [[ $(runs) == "$1" ]]; }
 
 @test "-v says the same miss line, and BUFFERLOCK_CACHE_EXPLAIN=1 is --explain" {
     run --separate-stderr blc --depends src "$K" echo one

@@ -9,13 +9,23 @@
 bats_require_minimum_version 1.5.0
 
 load http_helpers
+load s3_helpers
 load cache_helpers
 load stats_helpers
 
-setup_file() { http_redis_setup_file; }
-teardown_file() { http_redis_teardown_file; }
+setup_file() {
+    http_redis_setup_file
+    s3_setup_file
+}
+teardown_file() {
+    s3_teardown_file
+    http_redis_teardown_file
+}
 
-setup() { http_redis_setup; }
+setup() {
+    http_redis_setup
+    s3_setup
+}
 teardown() { http_redis_teardown; }
 
 # stat ARGS... -- PATH: `bufferlock cache ARGS... --stats --json`, then the
@@ -130,6 +140,30 @@ ge() { python3 -c "import sys; sys.exit(0 if float('$1') >= float('$2') else 1)"
     ge "$(stat --cache-dir "$C" -- "['totals']['saved_seconds']")" 1
 }
 
+@test "--gc compacts the stats file: one line a KEY, the same report before and after, and counting goes on" {
+    local i
+    run -0 blc k "$COUNTED" 0 x
+    for ((i = 0; i < 30; i++)); do blc k "$COUNTED" 0 x >/dev/null || fail "hit $i"; done
+    run -5 blc k2 sh -c 'exit 5'
+    run -0 blc k3 "$COUNTED" 0 z
+    blc k3 "$COUNTED" 0 z >/dev/null
+    blc --stats --json >"$T/before.json"
+    local before after
+    before=$(wc -c <"$C/stats")
+    run -0 blc --gc
+    after=$(wc -c <"$C/stats")
+    ((after * 5 < before)) || fail "the stats file went from $before to $after bytes"
+    assert_equal "$(wc -l <"$C/stats")" 3
+    blc --stats --json >"$T/after.json"
+    cmp "$T/before.json" "$T/after.json" || fail "$(diff "$T/before.json" "$T/after.json")"
+    ls "$C" | grep -q '^stats\.gc' && fail "an aside file was left: $(ls "$C")"
+    # A second --gc keeps the same; calls after it add to the sums.
+    run -0 blc --gc
+    cmp "$T/before.json" <(blc --stats --json) || fail "a second --gc changed the report"
+    blc k "$COUNTED" 0 x >/dev/null
+    assert_counts --cache-dir "$C" -- hits=32 builds=2 failed_builds=1 misses=3
+}
+
 # counts_are DIR NAME=VALUE: the file store's counter is VALUE.
 counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
 
@@ -198,13 +232,62 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     assert_equal "$(rcli --scan --pattern '{buffer:lock:stats}*')" ''
 }
 
+# traced OUT ARGS...: `bufferlock cache ARGS...` under strace, its socket
+# calls (the first bytes of each buffer) in OUT.
+traced() {
+    local out=$1
+    shift
+    strace -f -qq -s 120 -e trace=connect,sendto,recvfrom -o "$out" "$BL" cache "$@"
+}
+
+# count_is_last TRACE: the count (an EVAL of the counting script's text) is
+# sent once and then nothing is read, on any socket: it costs no round trip
+# (SPEC §21). Prints the socket it went on.
+count_is_last() {
+    python3 - "$1" <<'PY'
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8", errors="replace").read().splitlines()
+sent = [i for i, l in enumerate(lines) if "sendto(" in l and "EVAL" in l and "HINCRBY" in l]
+if len(sent) != 1:
+    sys.exit("the count is not one EVAL of the script's text: %d such sends" % len(sent))
+after = [l for l in lines[sent[0] + 1:] if "recvfrom(" in l]
+if after:
+    sys.exit("read after the count was sent: %s" % after[0])
+print(re.search(r"sendto\((\d+),", lines[sent[0]]).group(1))
+PY
+}
+
+@test "redis store: a count is sent without waiting for its reply, and many hits still add up exactly" {
+    run -0 bls k "$COUNTED" 0 x
+    traced "$T/trace" --cache-dir "$C" --store redis -r "$REDIS_URL" k "$COUNTED" 0 y >"$T/out" ||
+        fail "the traced hit failed"
+    assert_equal "$(cat "$T/out")" x
+    count_is_last "$T/trace" >/dev/null || fail "$(cat "$T/trace")"
+    # The server runs what it read before the client closed: every unread
+    # count lands, sequential and concurrent ones alike.
+    local i
+    for ((i = 0; i < 20; i++)); do
+        bls k "$COUNTED" 0 y >/dev/null || fail "hit $i failed"
+    done
+    for ((i = 0; i < 10; i++)); do
+        bls k "$COUNTED" 0 y >/dev/null &
+    done
+    wait
+    assert_counts --cache-dir "$C" --store redis -r "$REDIS_URL" -- builds=1 misses=1 hits=31
+}
+
 @test "http store: counts in the -r Redis from two runners; a refused upload is a store error; without -r in the cache directory" {
     local wr500
     wr500=$(http_url wr500)
     crowd 3 kc --store "$STORE" -r "$REDIS_URL"
     run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 1 x
-    C="$T/cacheB" run -0 "$BL" cache --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
+    C="$T/cacheB" run -0 traced "$T/trace" --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
     assert_output x
+    # The hit's count follows its last use on the same -r connection, unread.
+    local count_fd use_fd
+    count_fd=$(count_is_last "$T/trace") || fail "$(cat "$T/trace")"
+    use_fd=$(sed -n 's/.*sendto(\([0-9]*\),.*uses:.*/\1/p' "$T/trace")
+    [[ -n $use_fd && $use_fd == "$count_fd" ]] || fail "use on '$use_fd', count on '$count_fd': $(cat "$T/trace")"
     assert_counts --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     ge "$(stat --cache-dir "$T/cacheB" --store "$STORE" -r "$REDIS_URL" -- "['totals']['saved_seconds']")" 1
     # nginx refuses every PUT there: the output is served, not stored, and counted as a store error.
@@ -220,6 +303,29 @@ counts_are() { grep -qx "$2" <<<"$(totals --cache-dir "$1")"; }
     assert_counts --cache-dir "$T/cacheC" --store "$STORE" -- hits=1
     assert_counts --cache-dir "$T/cacheA" --store "$STORE" -r "$REDIS_URL" -- builds=2 misses=2 hits=1 waits=2
     assert_stats_ttl '{buffer:lock:stats:*' 7
+}
+
+@test "s3 store: counts in the -r Redis from two runners, a hit's count on its last use's connection; without -r in the cache directory" {
+    crowd 3 kc --store "$S3_STORE" -r "$REDIS_URL"
+    run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 x
+    run -4 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k2 sh -c 'exit 4'
+    run -0 traced "$T/trace" --cache-dir "$T/cacheB" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 y
+    assert_output x
+    local count_fd use_fd
+    count_fd=$(count_is_last "$T/trace") || fail "$(cat "$T/trace")"
+    use_fd=$(sed -n 's/.*sendto(\([0-9]*\),.*uses:.*/\1/p' "$T/trace")
+    [[ -n $use_fd && $use_fd == "$count_fd" ]] || fail "use on '$use_fd', count on '$count_fd': $(cat "$T/trace")"
+    run -0 "$BL" cache --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" k "$COUNTED" 0 z
+    assert_output x
+    assert_counts --cache-dir "$T/cacheB" --store "$S3_STORE" -r "$REDIS_URL" -- \
+        builds=2 failed_builds=1 misses=3 hits=2 waits=2
+    assert_equal "$(stat --cache-dir "$T/cacheA" --store "$S3_STORE" -r "$REDIS_URL" -- "['top'][0]['key']")" kc
+    [[ -z $(ls "$T/cacheA" "$T/cacheB" 2>/dev/null | grep '^stats') ]] || fail "counted in a cache directory"
+    assert_stats_ttl '{buffer:lock:stats:*' 5
+    # Without -r: per cache directory.
+    run -0 "$BL" cache --cache-dir "$T/cacheC" --store "$S3_STORE" k "$COUNTED" 0 w
+    assert_output x
+    assert_counts --cache-dir "$T/cacheC" --store "$S3_STORE" -- hits=1
 }
 
 @test "each format read by its consumer: python3 json, markdown tables, promtool; the textfile write of the man page" {

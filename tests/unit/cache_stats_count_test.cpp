@@ -2,6 +2,8 @@
 // sink's records and their sums, the keys that saved most.
 #include "cache/stats_count.hpp"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 namespace bufferlock {
@@ -99,6 +101,23 @@ TEST(StatsCount, CounterFieldsSetBack) {
     EXPECT_TRUE(set_counter(back, name, value));
   EXPECT_EQ(back, c);
   EXPECT_FALSE(set_counter(back, "key", 1));
+}
+
+// The one table: every counter of StatsCounters is in it once, under a
+// distinct name, and a record of all of them sums back to the same.
+TEST(StatsCount, EveryCounterIsKeptUnderItsOwnName) {
+  StatsCounters all;
+  std::uint64_t n = 0;
+  for (const StatsFigure& f : stats_figures)
+    if (f.field) all.*f.field = ++n;
+  EXPECT_EQ(n * sizeof(std::uint64_t), sizeof(StatsCounters));
+  EXPECT_EQ(counter_fields(all).size(), n);
+  StatsSums sums;
+  sum_records(stats_record("k", all), sums);
+  EXPECT_EQ(sums.total, all);
+  std::set<std::string_view> names;
+  for (const auto& [name, value] : counter_fields(all))
+    EXPECT_TRUE(names.insert(name).second) << name;
 }
 
 } // namespace
