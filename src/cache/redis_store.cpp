@@ -62,9 +62,11 @@ std::string RedisStore::where(std::string_view key, const Inputs& inputs) const 
 }
 
 RedisClient& RedisStore::client() const {
-  if (!client_)
+  if (!client_) {
     client_.emplace(settings_.url, settings_.password,
                     RedisTimeouts{settings_.connect_timeout, settings_.io_timeout}, settings_.backoff());
+    if (!probe_.empty()) client_->probe_slot_of(probe_);
+  }
   return *client_;
 }
 
@@ -86,6 +88,11 @@ RedisResult<RedisReply> RedisStore::call(const std::vector<std::string_view>& ar
 RedisResult<RedisReply> RedisStore::eval(const RedisScript& script, const std::vector<std::string>& keys,
                                          const std::vector<std::string_view>& argv) const {
   return on_client([&](RedisClient& c) { return c.eval(script, keys, argv); });
+}
+
+void RedisStore::probe_slot_of(std::string key) const {
+  probe_ = std::move(key);
+  if (client_) client_->probe_slot_of(probe_);
 }
 
 void RedisStore::eval_unread(const RedisScript& script, const std::vector<std::string>& keys,

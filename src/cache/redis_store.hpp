@@ -74,6 +74,8 @@ public:
   RedisResult<RedisReply> eval(const RedisScript& script, const std::vector<std::string>& keys,
                                const std::vector<std::string_view>& argv) const;
   // A script sent the same way whose reply is never read (RedisClient::eval_unread).
+  // RedisClient::probe_slot_of, for every client this store makes.
+  void probe_slot_of(std::string key) const;
   void eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
                    const std::vector<std::string_view>& argv) const;
 
@@ -98,6 +100,7 @@ private:
   RedisLockSettings settings_;
   std::optional<Nanos> expire_after_;
   mutable std::optional<RedisClient> client_;
+  mutable std::string probe_; // probe_slot_of's key, empty: none
 };
 
 } // namespace bufferlock

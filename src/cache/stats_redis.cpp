@@ -35,11 +35,15 @@ StatsCounters counters_of_hash(const redisReply* rep, std::string* key = nullptr
 } // namespace
 
 StatsRedis::StatsRedis(const RedisStore& store, const std::string& prefix)
-    : redis_(&store), base_("{" + prefix + "stats}") {}
+    : redis_(&store), base_("{" + prefix + "stats}") {
+  redis_->probe_slot_of(base_); // on a cluster, count() finds the node of the counters
+}
 
 StatsRedis::StatsRedis(std::shared_ptr<const RedisStore> redis, const std::string& prefix,
                        const std::string& location)
-    : own_(std::move(redis)), redis_(own_.get()), base_("{" + prefix + "stats:" + md5_hex(location) + "}") {}
+    : own_(std::move(redis)), redis_(own_.get()), base_("{" + prefix + "stats:" + md5_hex(location) + "}") {
+  redis_->probe_slot_of(base_);
+}
 
 StatsRedis::~StatsRedis() = default;
 

@@ -91,6 +91,16 @@ RedisResult<RedisReply> RedisClient::send(RedisConnection& conn, bool asking,
                                           const std::vector<std::string_view>* fallback, Nanos io_timeout) {
   if (io_timeout.count() > 0) conn.set_io_timeout(io_timeout);
   auto once = [&](const std::vector<std::string_view>& a) -> RedisResult<RedisReply> {
+    if (probe_ && !asking && first_ && &conn == &*first_) {
+      // The first exchange: probe_slot_of's HGET in the same write.
+      const std::string probe = std::move(*probe_);
+      probe_.reset();
+      auto replies = conn.pipeline({a, {"HGET", probe, "hits"}});
+      if (const auto* e = std::get_if<RedisError>(&replies.back()); e && e->kind == RedisError::Kind::server)
+        if (const auto moved = parse_redirect(e->text); moved && moved->kind == Redirect::Kind::moved)
+          slot_node_[moved->slot] = node_name(moved->host, moved->port);
+      return std::move(replies.front());
+    }
     if (!asking) return std::move(conn.pipeline({a}).front());
     // ASKING holds for the one command after it: both in one write.
     auto replies = conn.pipeline({{"ASKING"}, a});
@@ -208,6 +218,11 @@ RedisResult<RedisReply> RedisClient::eval(const RedisScript& script, const std::
 void RedisClient::eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
                               const std::vector<std::string_view>& argv) {
   const std::string nkeys = std::to_string(keys.size());
+  if (probe_ && *probe_ == keys.front()) {
+    // Nothing was asked yet: where its slot lives is not known (probe_slot_of).
+    (void)eval(script, keys, argv);
+    return;
+  }
   auto conn = connection_for(keys.front());
   if (auto* c = std::get_if<RedisConnection*>(&conn))
     (*c)->send_unread(eval_words(script, nkeys, keys, argv));

@@ -54,6 +54,12 @@ public:
   // acceptable and which should cost no round trip.
   void eval_unread(const RedisScript& script, const std::vector<std::string>& keys,
                    const std::vector<std::string_view>& argv);
+  // The node of `key`'s slot is learnt by the first exchange with the server:
+  // an HGET of it rides in the same write, and a MOVED answer names the node,
+  // at no round trip of its own. Until then (no exchange yet) eval_unread of
+  // it waits for its reply, following redirections: on a cluster an unread
+  // command sent to a node that does not hold its slot would be lost.
+  void probe_slot_of(std::string key) { probe_ = std::move(key); }
 
   // The masters of a Redis Cluster (CLUSTER SLOTS), or none when the server
   // is not a cluster: commands without a key (SCAN) must ask each of them.
@@ -93,6 +99,7 @@ private:
   std::optional<RedisConnection> first_;
   std::map<std::string, RedisConnection> nodes_;   // other cluster nodes, by HOST:PORT
   std::unordered_map<int, std::string> slot_node_; // learnt from MOVED
+  std::optional<std::string> probe_;                // probe_slot_of, until the first exchange
   bool answered_ = false;                          // a reply (an error reply too) was read
 };
 

@@ -554,3 +554,27 @@ gated_done() {
     assert_failure 75
     assert_output --regexp "^held ttl=[0-9.]+ pid=[0-9]+ host=[^ ]+ since=[0-9.]+ fence=$held\$"
 }
+
+@test "cluster: cache --stats counts every call when the URL names a node that does not hold the counters' slot" {
+    local owner url k doc
+    owner=$(slot_owner "$(slot_of '{buffer:lock:stats}')")
+    url=$(url_of "$(other_node "$owner")")
+    # KEYs whose entries land on every node: on the URL's (no redirection,
+    # so the call learns nothing of the cluster's layout from its entry) and
+    # on the others.
+    for k in stats-0 stats-1 stats-2 stats-3 stats-4 stats-5; do
+        run -0 --separate-stderr "$BL" cache --cache-dir "$T/c" --store redis -r "$url" "$k" echo built
+        run -0 --separate-stderr "$BL" cache --cache-dir "$T/c" --store redis -r "$url" "$k" echo again
+        assert_output built
+    done
+    doc=$("$BL" cache --cache-dir "$T/c" --store redis -r "$url" --stats --json) || fail "--stats: $doc"
+    python3 - "$doc" <<'PY'
+import json, sys
+t = json.loads(sys.argv[1])["totals"]
+got = (t["builds"], t["hits"], t["misses"])
+if got != (6, 6, 6):
+    sys.exit("builds, hits, misses: %s, not (6, 6, 6)" % (got,))
+PY
+    # The counters are on the node of their slot.
+    assert_equal "$(rcli_to "$owner" EXISTS '{buffer:lock:stats}')" 1
+}
