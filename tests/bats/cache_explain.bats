@@ -11,18 +11,11 @@ load http_helpers
 load s3_helpers
 load cache_helpers
 
-setup_file() {
-    http_redis_setup_file
-    s3_setup_file
-}
-teardown_file() {
-    s3_teardown_file
-    http_redis_teardown_file
-}
+setup_file() { all_stores_setup_file; }
+teardown_file() { all_stores_teardown_file; }
 
 setup() {
-    http_redis_setup
-    s3_setup
+    all_stores_setup
     W="$T/work"
     mkdir -p "$W/src"
     printf 'a\n' >"$W/src/a.c"

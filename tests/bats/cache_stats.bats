@@ -13,18 +13,11 @@ load s3_helpers
 load cache_helpers
 load stats_helpers
 
-setup_file() {
-    http_redis_setup_file
-    s3_setup_file
-}
-teardown_file() {
-    s3_teardown_file
-    http_redis_teardown_file
-}
+setup_file() { all_stores_setup_file; }
+teardown_file() { all_stores_teardown_file; }
 
 setup() {
-    http_redis_setup
-    s3_setup
+    all_stores_setup
 }
 teardown() { http_redis_teardown; }
 
