@@ -349,6 +349,9 @@ OptionDecl option_at(std::size_t i) {
   const DeclRest& r = option_rest[i];
   return {r.id, s.get(i, 0), s.get(i, 1), s.get(i, 2), s.get(i, 3), s.get(i, 4), s.get(i, 5), r.scope, r.commands};
 }
+// What every run's loops over the table read, without the whole declaration.
+std::string_view names_at(std::size_t i) { return option_strings.get(i, 0); }
+bool takes_value_at(std::size_t i) { return option_strings.get(i, 1).size() != 0; }
 
 // The packed table, read like the array it was: by index or in order.
 struct OptionTable {
@@ -448,20 +451,16 @@ OptionDecl decl_of(Opt id) { return option_table[index_of(id)]; }
 const char* env_of(Opt id) { return decl_of(id).env.data(); }
 
 // Options of `cache` alone are unknown to the other subcommands.
-bool cache_only(const OptionDecl& d) {
-  return d.scope == Scope::cache || d.scope == Scope::http || d.scope == Scope::objects;
-}
+bool cache_only(Scope s) { return s == Scope::cache || s == Scope::http || s == Scope::objects; }
 
-bool declared_for(const OptionDecl& d, Command c) { return !cache_only(d) || c == Command::cache; }
+bool declared_for(const OptionDecl& d, Command c) { return !cache_only(d.scope) || c == Command::cache; }
 
 // The table as the pre-scan reads it for `command`: an option it does not
 // accept has no names (CLI11 leaves it unknown, and it is reported as such).
 std::array<ScanOption, option_table.size()> scan_table(Command command) {
   std::array<ScanOption, option_table.size()> shapes;
-  for (std::size_t i = 0; i < option_table.size(); ++i) {
-    const OptionDecl& d = option_table[i];
-    if (declared_for(d, command)) shapes[i] = {d.names, !d.value_name.empty()};
-  }
+  for (std::size_t i = 0; i < option_table.size(); ++i)
+    if (command == Command::cache || !cache_only(option_rest[i].scope)) shapes[i] = {names_at(i), takes_value_at(i)};
   return shapes;
 }
 
@@ -945,8 +944,9 @@ std::array<bool, option_table.size()> variables_set(const EnvLookup& getenv) {
 void fill_from_environment(Parsed& p, const EnvLookup& getenv) {
   const std::array<bool, option_table.size()> set = variables_set(getenv);
   for (const std::size_t i : env_order) {
+    if (!set[i] || p.given[i] || p.from_env[i]) continue;
     const OptionDecl& d = option_table[i];
-    if (!set[i] || p.given[i] || p.from_env[i] || !env_applies(p, d)) continue;
+    if (!env_applies(p, d)) continue;
     const char* v = env_value(getenv, d.env.data()); // NUL-terminated (option_at)
     if (!v || (d.value_name.empty() && v == std::string_view("0"))) continue;
     if (d.value_name.empty() && v != std::string_view("1"))
@@ -1038,9 +1038,12 @@ void choose_store(Parsed& p) {
       usage(Msg::usage_bad_store_url, {{"option", typed}, {"value", e->shown}, {"error", e->why}});
   }
   const StoreTraits& store = store_traits(c);
-  for (const auto& d : option_table)
-    if (given(p, d.id) && ((d.scope == Scope::http && !store.token) || (d.scope == Scope::objects && !store.objects)))
-      usage(Msg::usage_option_needs, {{"option", long_name(d)}, {"value", "an http:// or https:// --store"}});
+  for (std::size_t i = 0; i < option_table.size(); ++i) {
+    const Scope scope = option_rest[i].scope;
+    if (p.given[i] && ((scope == Scope::http && !store.token) || (scope == Scope::objects && !store.objects)))
+      usage(Msg::usage_option_needs,
+            {{"option", long_name(option_table[i])}, {"value", "an http:// or https:// --store"}});
+  }
   // As for rediss:// (SPEC §12): a CA file that cannot be used is a usage
   // error, not a store that fails verification on every run (its PEM is
   // judged before the first connection: app). An S3 endpoint (from the
@@ -1113,9 +1116,9 @@ constexpr std::array<std::size_t, narrow_count> narrow_options = make_narrow_opt
 void refuse_options_not_here(const Parsed& p) {
   const Command c = p.opts.command;
   for (const std::size_t i : narrow_options)
-    if (const OptionDecl& d = option_table[i]; p.given[i] && (d.commands & command_bit(c)) == 0)
+    if (p.given[i] && (option_rest[i].commands & command_bit(c)) == 0)
       usage(Msg::usage_option_not_here,
-            {{"option", long_name(d)}, {"command", subcommands[static_cast<std::size_t>(c)]}});
+            {{"option", long_name(option_table[i])}, {"command", subcommands[static_cast<std::size_t>(c)]}});
 }
 
 // --slots (or BUFFERLOCK_SLOTS): the command is told its slot; not with
@@ -1174,7 +1177,7 @@ std::vector<std::string> parse_options(Parsed& p, int argc, const char* const* a
   if (it != rest.end() && *it != "--" && looks_like_option(*it)) {
     const std::string typed = it->substr(0, it->find('='));
     const std::optional<OptionDecl> d = decl_named(typed);
-    if (d && cache_only(*d)) usage(Msg::usage_cache_option, {{"option", typed}});
+    if (d && cache_only(d->scope)) usage(Msg::usage_cache_option, {{"option", typed}});
     usage(Msg::usage_unknown_option, {{"option", typed}});
   }
   dashdash_before_key = it != rest.end() && *it == "--";
