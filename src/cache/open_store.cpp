@@ -161,9 +161,12 @@ struct Scheme {
 constexpr Scheme schemes[] = {
     {"file", CacheStoreKind::file, {}, spell_word, open_file, file_stats},
     {"redis", CacheStoreKind::redis, {.in_redis = true}, spell_word, open_redis, redis_stats, true},
-    {"http://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http, remote_stats},
-    {"https://", CacheStoreKind::http, {.objects = true, .token = true}, spell_http, open_http, remote_stats},
-    {"s3://", CacheStoreKind::s3, {.objects = true}, spell_s3, open_s3, remote_stats},
+    {"http://", CacheStoreKind::http, {.objects = true, .token = true, .tls = StoreTraits::Tls::by_url},
+     spell_http, open_http, remote_stats},
+    {"https://", CacheStoreKind::http, {.objects = true, .token = true, .tls = StoreTraits::Tls::by_url},
+     spell_http, open_http, remote_stats},
+    {"s3://", CacheStoreKind::s3, {.objects = true, .tls = StoreTraits::Tls::may}, spell_s3, open_s3,
+     remote_stats},
 };
 
 const Scheme* scheme_spelled(std::string_view text) {
@@ -279,7 +282,8 @@ std::optional<StoreSpellingError> spell_store(CacheSettings& c, std::string_view
 const StoreTraits& store_traits(const CacheSettings& c) { return scheme_of(c).traits; }
 
 bool store_talks_tls(const CacheSettings& c) {
-  return c.store == CacheStoreKind::s3 || (c.store == CacheStoreKind::http && c.store_url.tls);
+  const StoreTraits::Tls tls = store_traits(c).tls;
+  return tls == StoreTraits::Tls::may || (tls == StoreTraits::Tls::by_url && c.store_url.tls);
 }
 
 std::variant<std::unique_ptr<EntryStore>, std::string>

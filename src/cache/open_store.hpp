@@ -26,6 +26,9 @@ struct StoreTraits {
   bool in_redis = false; // entries on the -r server (one server, for --list and --gc too)
   bool objects = false;  // an object store: --store-timeout, --tls-ca, its last uses in the -r Redis
   bool token = false;    // --store-token-file
+  // When it talks TLS that --tls-ca verifies: never, when its URL is
+  // https://, or always may (an S3 endpoint from the environment).
+  enum class Tls : unsigned char { never, by_url, may } tls = Tls::never;
 };
 
 // The store `text` spells ("file", "redis", or a URL by its scheme);
