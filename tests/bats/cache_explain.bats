@@ -7,12 +7,7 @@
 
 bats_require_minimum_version 1.5.0
 
-load http_helpers
-load s3_helpers
-load cache_helpers
-
-setup_file() { all_stores_setup_file; }
-teardown_file() { all_stores_teardown_file; }
+load all_stores_helpers
 
 setup() {
     all_stores_setup
@@ -23,7 +18,6 @@ setup() {
     printf 'h\n' >"$W/config.h"
     cd "$W"
 }
-teardown() { http_redis_teardown; }
 
 SECS='[0-9]+\.[0-9]{3}'
 

@@ -9,17 +9,11 @@
 
 bats_require_minimum_version 1.5.0
 
-load http_helpers
-load s3_helpers
-load cache_helpers
-
-setup_file() { all_stores_setup_file; }
-teardown_file() { all_stores_teardown_file; }
+load all_stores_helpers
 
 setup() {
     all_stores_setup
 }
-teardown() { http_redis_teardown; }
 
 now_ms() { date +%s%3N; }
 

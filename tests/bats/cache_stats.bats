@@ -8,18 +8,12 @@
 
 bats_require_minimum_version 1.5.0
 
-load http_helpers
-load s3_helpers
-load cache_helpers
+load all_stores_helpers
 load stats_helpers
-
-setup_file() { all_stores_setup_file; }
-teardown_file() { all_stores_teardown_file; }
 
 setup() {
     all_stores_setup
 }
-teardown() { http_redis_teardown; }
 
 # stat ARGS... -- PATH: `bufferlock cache ARGS... --stats --json`, then the
 # value at PATH (python3 subscripts, e.g. "['totals']['hits']") of the

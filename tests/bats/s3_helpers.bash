@@ -222,19 +222,3 @@ s3_fault() {
 s3_fault_requests() {
     grep -v '^ready$' "$S3_FAULT_LOG" || true
 }
-
-# Every remote store at once (an http store with its -r Redis, and an S3
-# server), for suites that run one behaviour on each. The suite loads
-# http_helpers too.
-all_stores_setup_file() {
-    http_redis_setup_file || return 1
-    s3_setup_file
-}
-all_stores_teardown_file() {
-    s3_teardown_file
-    http_redis_teardown_file
-}
-all_stores_setup() {
-    http_redis_setup
-    s3_setup
-}
