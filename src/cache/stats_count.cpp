@@ -1,40 +1,13 @@
 #include "cache/stats_count.hpp"
 
+#include "util/hex.hpp"
+
 #include <algorithm>
 #include <charconv>
 
 namespace bufferlock {
 
 namespace {
-
-constexpr char hex_digits[] = "0123456789abcdef";
-
-void append_hex(std::string& out, std::string_view s) {
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    out += hex_digits[c >> 4];
-    out += hex_digits[c & 15];
-  }
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-std::optional<std::string> from_hex(std::string_view s) {
-  if (s.size() % 2 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(s.size() / 2);
-  for (std::size_t i = 0; i < s.size(); i += 2) {
-    const int hi = hex_value(s[i]);
-    const int lo = hex_value(s[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi << 4 | lo);
-  }
-  return out;
-}
 
 std::optional<std::uint64_t> number(std::string_view s) {
   std::uint64_t v = 0;

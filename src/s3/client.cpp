@@ -2,6 +2,7 @@
 
 #include "util/clock.hpp"
 #include "util/crypto.hpp"
+#include "util/hex.hpp"
 #include "util/md5.hpp"
 
 #include <unistd.h>
@@ -219,15 +220,10 @@ Reply Client::del(const std::string& key) {
 Reply Client::del_many(const std::vector<std::string>& keys,
                        std::vector<std::pair<std::string, std::string>>& refused) {
   const std::string xml = delete_request(keys);
-  // MD5's hex digits as the bytes Content-MD5 encodes.
-  const std::string hex = md5_hex(xml);
-  std::string digest;
-  for (std::size_t i = 0; i < hex.size(); i += 2)
-    digest += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   Call c;
   c.method = "POST";
   c.query = {{"delete", ""}};
-  c.headers = {{"content-md5", base64(digest)}};
+  c.headers = {{"content-md5", base64(md5_raw(xml))}};
   c.data = xml;
   c.sign_body = true;
   c.keyed_errors = true;

@@ -1,6 +1,7 @@
 #include "s3/sigv4.hpp"
 
 #include "util/crypto.hpp"
+#include "util/hex.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -127,17 +127,6 @@ std::string sha256(std::string_view data) {
   return digest.finish();
 }
 
-std::string to_hex(std::string_view raw) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(raw.size() * 2);
-  for (unsigned char c : raw) {
-    hex += digits[c >> 4];
-    hex += digits[c & 15];
-  }
-  return hex;
-}
-
 bool crypto_equal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && api().CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

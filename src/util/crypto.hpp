@@ -60,9 +60,6 @@ private:
 std::string hmac_sha256(std::string_view key, std::string_view data);
 std::string sha256(std::string_view data);
 
-// Lowercase hex of raw bytes.
-std::string to_hex(std::string_view bytes);
-
 // Equality of two strings in a time that does not depend on where they differ
 // (CRYPTO_memcmp): for comparing tags. Strings of different lengths differ.
 bool crypto_equal(std::string_view a, std::string_view b);

@@ -45,25 +45,7 @@ void debug(std::string_view text) {
   if (level == Verbosity::verbose) emit(text);
 }
 
-std::string printable(std::string_view bytes) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size());
-  for (std::size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    const std::size_t len = (c < 0x20 || c == 0x7f) ? 0 : utf8_length(bytes.substr(i));
-    if (len == 0) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-      ++i;
-    } else {
-      out.append(bytes.substr(i, len));
-      i += len;
-    }
-  }
-  return out;
-}
+std::string printable(std::string_view bytes) { return escape_bytes(bytes, false); }
 
 std::string substitute(std::string_view tmpl, std::span<const Placeholder> values) {
   std::string out;

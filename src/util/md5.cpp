@@ -1,6 +1,8 @@
 // RFC 1321, written for clarity; keys are short, so speed hardly matters.
 #include "util/md5.hpp"
 
+#include "util/hex.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -63,7 +65,7 @@ void process_block(std::array<std::uint32_t, 4>& state, const unsigned char* blo
 
 } // namespace
 
-std::string md5_hex(std::string_view bytes) {
+std::string md5_raw(std::string_view bytes) {
   std::array<std::uint32_t, 4> state = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   std::size_t remaining = bytes.size();
@@ -83,14 +85,12 @@ std::string md5_hex(std::string_view bytes) {
   for (std::size_t off = 0; off < tail_len; off += 64)
     process_block(state, tail + off);
 
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int i = 0; i < 16; ++i) {
-    const auto byte = static_cast<unsigned char>(state[i / 4] >> (8 * (i % 4)));
-    out[i * 2] = hex[byte >> 4];
-    out[i * 2 + 1] = hex[byte & 0xf];
-  }
+  std::string out(16, '\0');
+  for (std::size_t i = 0; i < 16; ++i)
+    out[i] = static_cast<char>(state[i / 4] >> (8 * (i % 4)));
   return out;
 }
+
+std::string md5_hex(std::string_view bytes) { return to_hex(md5_raw(bytes)); }
 
 } // namespace bufferlock

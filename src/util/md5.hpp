@@ -10,5 +10,7 @@
 namespace bufferlock {
 
 std::string md5_hex(std::string_view bytes);
+// The same digest as its 16 raw bytes (S3's Content-MD5 is their base64).
+std::string md5_raw(std::string_view bytes);
 
 } // namespace bufferlock

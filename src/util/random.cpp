@@ -1,5 +1,7 @@
 #include "util/random.hpp"
 
+#include "util/hex.hpp"
+
 #include <sys/random.h>
 
 #include <cerrno>
@@ -23,13 +25,7 @@ bool random_bytes(void* buf, std::size_t len) {
 std::string random_token() {
   unsigned char bytes[16];
   if (!random_bytes(bytes, sizeof bytes)) return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string token(32, '0');
-  for (int i = 0; i < 16; ++i) {
-    token[i * 2] = hex[bytes[i] >> 4];
-    token[i * 2 + 1] = hex[bytes[i] & 0xf];
-  }
-  return token;
+  return to_hex({reinterpret_cast<const char*>(bytes), sizeof bytes});
 }
 
 std::uint32_t random_u32() {

@@ -1,5 +1,7 @@
 #include "util/text.hpp"
 
+#include "util/hex.hpp"
+
 namespace bufferlock {
 
 std::size_t utf8_length(std::string_view s) {
@@ -24,21 +26,19 @@ std::size_t utf8_length(std::string_view s) {
   return 0; // a continuation byte, C0/C1 (overlong) or F5..FF
 }
 
-std::string escape_key(std::string_view key) {
-  static constexpr char hex[] = "0123456789abcdef";
+std::string escape_bytes(std::string_view bytes, bool backslash) {
   std::string out;
-  out.reserve(key.size());
-  while (!key.empty()) {
-    const auto c = static_cast<unsigned char>(key.front());
-    const std::size_t n = utf8_length(key);
-    if (n == 0 || c < 0x20 || c == 0x7f || c == '\\') {
+  out.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const auto c = static_cast<unsigned char>(bytes.front());
+    const std::size_t n = utf8_length(bytes);
+    if (n == 0 || c < 0x20 || c == 0x7f || (backslash && c == '\\')) {
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-      key.remove_prefix(1);
+      append_hex(out, bytes.substr(0, 1));
+      bytes.remove_prefix(1);
     } else {
-      out.append(key.substr(0, n));
-      key.remove_prefix(n);
+      out.append(bytes.substr(0, n));
+      bytes.remove_prefix(n);
     }
   }
   return out;

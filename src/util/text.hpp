@@ -12,9 +12,13 @@ namespace bufferlock {
 // empty `s` is 0).
 std::size_t utf8_length(std::string_view s);
 
-// A KEY on one line of output (--list, list, --stats): backslash, control
-// bytes, DEL and bytes that are not valid UTF-8 as \xHH. The result is valid
-// UTF-8 without control bytes, and two keys never show alike.
-std::string escape_key(std::string_view key);
+// `bytes` on one line of output: control bytes, DEL and bytes that are not
+// valid UTF-8 as \xHH, and with `backslash` a backslash too. The result is
+// valid UTF-8 without control bytes.
+std::string escape_bytes(std::string_view bytes, bool backslash);
+
+// A KEY on one line of output (--list, list, --stats): escape_bytes with
+// backslash, so that two keys never show alike.
+inline std::string escape_key(std::string_view key) { return escape_bytes(key, true); }
 
 } // namespace bufferlock

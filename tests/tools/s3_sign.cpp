@@ -10,6 +10,7 @@
 #include "s3/credentials.hpp"
 #include "s3/sigv4.hpp"
 #include "util/crypto.hpp"
+#include "util/hex.hpp"
 
 #include <cstdio>
 #include <cstdlib>

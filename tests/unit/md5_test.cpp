@@ -49,3 +49,10 @@ TEST(Md5, MatchesOpenSslForTheLongestKey) {
   key[5] = '\xff';
   EXPECT_EQ(md5_hex(key), openssl_md5(key));
 }
+
+TEST(Md5, RawIsTheHexDigestsBytes) {
+  // S3's Content-MD5 of "" is base64 of these 16 bytes: 1B2M2Y8AsgTpgAmY7PhCfg==.
+  EXPECT_EQ(bufferlock::md5_raw(""),
+            std::string("\xd4\x1d\x8c\xd9\x8f\x00\xb2\x04\xe9\x80\x09\x98\xec\xf8\x42\x7e", 16));
+  EXPECT_EQ(bufferlock::md5_raw("abc").size(), 16u);
+}

@@ -3,6 +3,7 @@
 // (examplebucket, 2013-05-24).
 #include "s3/sigv4.hpp"
 #include "util/crypto.hpp"
+#include "util/hex.hpp"
 
 #include <gtest/gtest.h>
 
