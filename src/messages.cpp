@@ -2,6 +2,7 @@
 
 #include "util/fd.hpp"
 #include "util/files.hpp"
+#include "util/io.hpp"
 #include "util/packed_strings.hpp"
 
 #include <fcntl.h>
@@ -90,16 +91,9 @@ bool load_message_overrides(const std::string& path, std::string& error) {
     return false;
   }
   std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = errno_text(errno);
-      return false;
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+  if (!read_to_end(fd.get(), text)) {
+    error = errno_text(errno);
+    return false;
   }
   apply_message_overrides(text, path);
   return true;

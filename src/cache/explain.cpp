@@ -3,11 +3,9 @@
 #include "messages.hpp"
 #include "util/clock.hpp"
 #include "util/diag.hpp"
-
-#include <unistd.h>
+#include "util/host.hpp"
 
 #include <algorithm>
-#include <climits>
 
 namespace bufferlock {
 
@@ -15,12 +13,6 @@ namespace {
 
 std::string age_of(const EntryHeader& h) {
   return format_seconds(Nanos(std::max<std::int64_t>(0, wall_clock_ns() - h.created_ns)));
-}
-
-std::string hostname() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return {};
-  return name;
 }
 
 // The line goes out with -v as a -v line, else (--explain) as a notice
@@ -77,7 +69,7 @@ std::string missing_reason(const CacheRequest& o, const EntryStore& store, const
 bool explaining(const CacheRequest& o) { return o.cache.explain || diag::verbose(); }
 
 EntrySection manifest_section(Manifest seen) {
-  seen.host = hostname();
+  seen.host = host_name();
   return {entry_section_manifest, encode_manifest(std::move(seen))};
 }
 

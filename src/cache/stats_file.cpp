@@ -22,18 +22,6 @@ void StatsFile::count(const CallCount& c) const {
 
 namespace {
 
-// Appends to `text` what `fd` holds from where it is to its end; false on an error.
-bool read_rest(int fd, std::string& text) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) return true;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
 // The whole lines of `text` from `from` on.
 std::string_view whole_lines(std::string_view text, std::size_t from) {
   const std::size_t end = text.rfind('\n');
@@ -51,7 +39,7 @@ std::variant<StatsSums, SysError> StatsFile::read() const {
     return SysError{path_, errno_text(errno)};
   }
   std::string text;
-  if (!read_rest(fd.get(), text)) return SysError{path_, errno_text(errno)};
+  if (!read_to_end(fd.get(), text)) return SysError{path_, errno_text(errno)};
   sum_records(text, sums);
   return sums;
 }
@@ -69,7 +57,7 @@ void StatsFile::compact() const {
   const UniqueFd in(::open(aside.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   std::string text;
   StatsSums sums;
-  const bool read = in && read_rest(in.get(), text);
+  const bool read = in && read_to_end(in.get(), text);
   sum_records(text, sums);
   std::string records;
   for (const auto& [key, c] : sums.keys)
@@ -80,7 +68,7 @@ void StatsFile::compact() const {
     if (::link(aside.c_str(), path_.c_str()) == 0) ::unlink(aside.c_str());
     return;
   }
-  if (read_rest(in.get(), text)) write_all(out.get(), whole_lines(text, summed));
+  if (read_to_end(in.get(), text)) write_all(out.get(), whole_lines(text, summed));
   ::unlink(aside.c_str());
 }
 

@@ -1,6 +1,7 @@
 #include "lock/proc_locks.hpp"
 
 #include "util/fd.hpp"
+#include "util/io.hpp"
 
 #include <fcntl.h>
 #include <sys/sysmacros.h>
@@ -64,13 +65,7 @@ std::string read_proc_locks() {
   UniqueFd fd(::open("/proc/locks", O_RDONLY | O_CLOEXEC));
   if (!fd) return {};
   std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
+  read_to_end(fd.get(), text); // what was read of it, on an error too
   return text;
 }
 

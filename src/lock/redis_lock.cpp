@@ -8,6 +8,7 @@
 #include "redis/scripts.hpp"
 #include "util/clock.hpp"
 #include "util/files.hpp"
+#include "util/host.hpp"
 #include "util/md5.hpp"
 #include "util/random.hpp"
 
@@ -27,12 +28,6 @@ namespace {
 // How long a release's wake-up stays for a waiter that is between its try and
 // its BLPOP; after that, waiters fall back to polling anyway.
 constexpr std::string_view wake_ttl_ms = "2000";
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
-  return buf;
-}
 
 std::string reply_text(const redisReply* r) {
   if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) return std::string(r->str, r->len);

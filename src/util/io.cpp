@@ -25,6 +25,17 @@ bool write_all(int fd, const char* data, std::size_t len) {
   return true;
 }
 
+bool read_to_end(int fd, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
 namespace {
 
 // pread(2) or pwrite(2) of all `len` bytes at `offset`, through EINTR and short counts.
