@@ -73,7 +73,7 @@ install_s3rver() {
   if [ -f "$installed" ] && grep -q "\"version\": \"$s3rver_version\"" "$installed"; then
     return 0
   fi
-  say "npm install $s3rver_package@$s3rver_version (into $test_node_dir)"
+  say "npm install $s3rver_package@$s3rver_version (into $test_node_dir, for node $(node --version 2>/dev/null || echo "(none)"))"
   mkdir -p "$test_node_dir"
   local try
   for try in 1 2 3; do # a registry that drops a connection now and then
