@@ -352,6 +352,7 @@ OptionDecl option_at(std::size_t i) {
 // What every run's loops over the table read, without the whole declaration.
 std::string_view names_at(std::size_t i) { return option_strings.get(i, 0); }
 bool takes_value_at(std::size_t i) { return option_strings.get(i, 1).size() != 0; }
+std::string_view env_at(std::size_t i) { return option_strings.get(i, 5); }
 
 // The packed table, read like the array it was: by index or in order.
 struct OptionTable {
@@ -929,7 +930,7 @@ std::array<bool, option_table.size()> variables_set(const EnvLookup& getenv) {
   constexpr std::size_t ours = std::string_view("BUFFERLOCK_").size();
   for (const std::string_view entry : *getenv.ours)
     for (const std::size_t i : env_order) {
-      const std::string_view name = option_table[i].env.substr(ours);
+      const std::string_view name = env_at(i).substr(ours);
       // The first letter after the prefix tells most names apart.
       if (entry.size() > ours + name.size() && entry[ours] == name[0] &&
           entry.substr(ours, name.size()) == name && entry[ours + name.size()] == '=')
