@@ -14,17 +14,20 @@ int digit_value(char c) {
 
 } // namespace
 
+// Written in place, not appended a digit at a time: md5_hex names every
+// lock and entry, on every run's path.
 void append_hex(std::string& out, std::string_view bytes) {
+  std::size_t at = out.size();
+  out.resize(at + bytes.size() * 2);
   for (const char ch : bytes) {
     const auto c = static_cast<unsigned char>(ch);
-    out += digits[c >> 4];
-    out += digits[c & 15];
+    out[at++] = digits[c >> 4];
+    out[at++] = digits[c & 15];
   }
 }
 
 std::string to_hex(std::string_view bytes) {
   std::string out;
-  out.reserve(bytes.size() * 2);
   append_hex(out, bytes);
   return out;
 }
